@@ -1,0 +1,80 @@
+package v1alpha1
+
+// Condition types reported on a WorkloadClass's status.conditions. Every condition carries
+// the observedGeneration it was computed for.
+const (
+	// ConditionSynced is True when every rendered child has been applied for the current
+	// generation.
+	ConditionSynced = "Synced"
+	// ConditionReady is True when Karpenter reports every child Ready.
+	ConditionReady = "Ready"
+	// ConditionSignalsCurrent is True when the cost model's spot signals are fresh.
+	ConditionSignalsCurrent = "SignalsCurrent"
+)
+
+// Reasons for the Synced condition.
+const (
+	// ReasonApplied (True): every child is applied and matches the rendered state.
+	ReasonApplied = "Applied"
+	// ReasonReconciling (Unknown): a pass for the current generation has not finished.
+	ReasonReconciling = "Reconciling"
+	// ReasonBaselineNotFound (False): the referenced Baseline does not exist; children are
+	// left exactly as they are.
+	ReasonBaselineNotFound = "BaselineNotFound"
+	// ReasonInvalidSpec (False): the class cannot be rendered; the message says why.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonBaselineConflict (False): the class contradicts a mandatory Baseline field,
+	// such as a tag or label value.
+	ReasonBaselineConflict = "BaselineConflict"
+	// ReasonOwnershipConflict (False): an object Poolsmith would create already exists and
+	// is not owned by this class; it is left untouched.
+	ReasonOwnershipConflict = "OwnershipConflict"
+	// ReasonApplyFailed (False): the API server rejected an apply.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonDeleting (False): the class is being deleted and its children removed.
+	ReasonDeleting = "Deleting"
+)
+
+// Reasons for the Ready condition.
+const (
+	// ReasonAllReady (True): Karpenter reports every child Ready.
+	ReasonAllReady = "AllReady"
+	// ReasonNotSynced (False): the class is not Synced, so readiness is not assessed.
+	ReasonNotSynced = "NotSynced"
+	// ReasonNodePoolNotReady (False): a NodePool reports Ready=False; the message names it.
+	ReasonNodePoolNotReady = "NodePoolNotReady"
+	// ReasonNodeClassNotReady (False): the EC2NodeClass reports Ready=False; the message
+	// names it and its failing condition.
+	ReasonNodeClassNotReady = "NodeClassNotReady"
+	// ReasonAwaitingKarpenter (Unknown): Karpenter has not yet reported on every child.
+	ReasonAwaitingKarpenter = "AwaitingKarpenter"
+)
+
+// Reasons for the SignalsCurrent condition.
+const (
+	// ReasonFresh (True): spot signals are within their freshness window.
+	ReasonFresh = "Fresh"
+	// ReasonStale (False): spot signals are older than their freshness window; weights
+	// fall back to the embedded catalog.
+	ReasonStale = "Stale"
+	// ReasonMissing (False): no spot signals are available; weights fall back to the
+	// embedded catalog.
+	ReasonMissing = "Missing"
+)
+
+// Labels and annotations Poolsmith sets on the objects and nodes it renders.
+const (
+	// LabelClass names the WorkloadClass on its children and on every node of its rungs,
+	// so pods select a class with a nodeSelector on it.
+	LabelClass = "poolsmith.dev/class"
+	// LabelRung names the rung (NodePool) on every node it launches.
+	LabelRung = "poolsmith.dev/rung"
+	// LabelManagedBy marks children Poolsmith manages; its cache selects on it.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the value of LabelManagedBy on Poolsmith's children.
+	ManagedByValue = "poolsmith"
+	// Finalizer holds a WorkloadClass until its NodePools and EC2NodeClass are removed.
+	Finalizer = "poolsmith.dev/finalizer"
+	// DefaultBaselineName is the Baseline used when a class names none.
+	DefaultBaselineName = "default"
+)

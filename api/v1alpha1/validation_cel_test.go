@@ -1,0 +1,229 @@
+package v1alpha1_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/yaml"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/testenv"
+)
+
+// validClass is a WorkloadClass that sets most fields; every invalid row breaks one rule.
+func validClass() *v1alpha1.WorkloadClass {
+	return &v1alpha1.WorkloadClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: v1alpha1.WorkloadClassSpec{
+			BaselineRef:   &v1alpha1.BaselineReference{Name: "default"},
+			Profile:       v1alpha1.ProfileGeneral,
+			Architectures: []v1alpha1.Architecture{v1alpha1.ArchitectureARM64, v1alpha1.ArchitectureAMD64},
+			CapacityTypes: []v1alpha1.CapacityType{v1alpha1.CapacityTypeSpot, v1alpha1.CapacityTypeOnDemand, v1alpha1.CapacityTypeReserved},
+			Zones:         []string{"us-east-1a", "us-west-2-lax-1a"},
+			Instances: &v1alpha1.InstanceShape{
+				Categories:      []string{"c", "m"},
+				Families:        []string{"m7g", "m7i"},
+				ExcludeFamilies: []string{"t3"},
+				MinGeneration:   ptr.To[int32](6),
+				CPU:             &v1alpha1.IntRange{Min: ptr.To[int32](2), Max: ptr.To[int32](16)},
+				Memory:          &v1alpha1.QuantityRange{Min: ptr.To(resource.MustParse("4Gi")), Max: ptr.To(resource.MustParse("64Gi"))},
+			},
+			Consistency: v1alpha1.ConsistencyFamily,
+			Labels:      v1alpha1.NodeLabels{"example.com/team": "web", "tier": "frontend"},
+			Taints:      v1alpha1.Taints{{Key: "example.com/dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule}},
+			Limits:      corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100")},
+			Disruption: &v1alpha1.Disruption{
+				ConsolidationPolicy: karpv1.ConsolidationPolicyWhenEmpty,
+				ConsolidateAfter:    ptr.To(karpv1.MustParseNillableDuration("5m")),
+			},
+			ExpireAfter:         ptr.To(karpv1.MustParseNillableDuration("168h")),
+			FallbackExpireAfter: ptr.To(karpv1.MustParseNillableDuration("24h")),
+			Weighting:           &v1alpha1.Weighting{Strategy: v1alpha1.WeightingStatic, Ceiling: ptr.To[int32](80)},
+			PrunePolicy:         v1alpha1.PruneRetire,
+			NodeClass: &v1alpha1.NodeClassOverrides{
+				AMISelectorTerms: []awsv1.AMISelectorTerm{{Alias: "bottlerocket@latest"}},
+				Tags:             v1alpha1.Tags{"workload": "web"},
+			},
+		},
+	}
+}
+
+// validBaseline is the Baseline sample's shape, built in Go.
+func validBaseline() *v1alpha1.Baseline {
+	return &v1alpha1.Baseline{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: v1alpha1.BaselineSpec{
+			NodeClass: awsv1.EC2NodeClassSpec{
+				Role:                       "KarpenterNodeRole-prod",
+				AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+				SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "prod"}}},
+				SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "prod"}}},
+				Tags:                       map[string]string{"cost-center": "1234"},
+			},
+			NodePool: v1alpha1.NodePoolDefaults{
+				Labels:      v1alpha1.NodeLabels{"example.com/environment": "prod"},
+				ExpireAfter: ptr.To(karpv1.MustParseNillableDuration("720h")),
+			},
+		},
+	}
+}
+
+func dryRunCreate(obj client.Object) error {
+	return env.Client.Create(ctx, obj, client.DryRunAll)
+}
+
+var _ = Describe("Samples", func() {
+	It("accepts every manifest in config/samples", func() {
+		root, err := testenv.ModuleDir("")
+		Expect(err).NotTo(HaveOccurred())
+		files, err := filepath.Glob(filepath.Join(root, "config", "samples", "poolsmith_*.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(len(files)).To(BeNumerically(">=", 5))
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			Expect(err).NotTo(HaveOccurred())
+			for _, doc := range strings.Split(string(data), "\n---\n") {
+				u := &unstructured.Unstructured{}
+				Expect(yaml.Unmarshal([]byte(doc), &u.Object)).To(Succeed(), f)
+				if len(u.Object) == 0 {
+					continue
+				}
+				Expect(dryRunCreate(u)).To(Succeed(), f)
+			}
+		}
+	})
+
+	It("accepts the fixture objects every invalid row starts from", func() {
+		Expect(dryRunCreate(validClass())).To(Succeed())
+		Expect(dryRunCreate(validBaseline())).To(Succeed())
+	})
+})
+
+var _ = DescribeTable("rejects an invalid WorkloadClass, naming the field",
+	func(mutate func(*v1alpha1.WorkloadClass), field, message string) {
+		wc := validClass()
+		mutate(wc)
+		err := dryRunCreate(wc)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring(field))
+		Expect(err.Error()).To(ContainSubstring(message))
+	},
+	Entry("unknown profile", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Profile = "Batch" },
+		"spec.profile", `supported values: "General", "BurstableCI", "GPU", "MemoryOptimized"`),
+	Entry("unknown architecture", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Architectures = []v1alpha1.Architecture{"x86"} },
+		"spec.architectures[0]", `supported values: "arm64", "amd64"`),
+	Entry("duplicate architecture", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Architectures = []v1alpha1.Architecture{v1alpha1.ArchitectureARM64, v1alpha1.ArchitectureARM64}
+	}, "spec.architectures[1]", "Duplicate value"),
+	Entry("unknown capacity type", func(wc *v1alpha1.WorkloadClass) { wc.Spec.CapacityTypes = []v1alpha1.CapacityType{"preemptible"} },
+		"spec.capacityTypes[0]", `supported values: "spot", "on-demand", "reserved"`),
+	Entry("duplicate capacity type", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.CapacityTypes = []v1alpha1.CapacityType{v1alpha1.CapacityTypeSpot, v1alpha1.CapacityTypeSpot}
+	}, "spec.capacityTypes[1]", "Duplicate value"),
+	Entry("invalid zone", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Zones = []string{"US_EAST_1A"} },
+		"spec.zones[0]", "should match"),
+	Entry("cpu min above max", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Instances.CPU = &v1alpha1.IntRange{Min: ptr.To[int32](32), Max: ptr.To[int32](4)}
+	}, "spec.instances.cpu", "min must be less than or equal to max"),
+	Entry("memory min above max", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Instances.Memory = &v1alpha1.QuantityRange{Min: ptr.To(resource.MustParse("64Gi")), Max: ptr.To(resource.MustParse("8Gi"))}
+	}, "spec.instances.memory", "min must be less than or equal to max"),
+	Entry("generation below 1", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Instances.MinGeneration = ptr.To[int32](0) },
+		"spec.instances.minGeneration", "should be greater than or equal to 1"),
+	Entry("family both wanted and excluded", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Instances.ExcludeFamilies = []string{"m7i"} },
+		"spec.instances", "instances.families and instances.excludeFamilies must not name the same family"),
+	Entry("invalid instance type", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Instances.Types = []string{"m7g"} },
+		"spec.instances.types[0]", "should match"),
+	Entry("unknown consistency", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Consistency = "Random" },
+		"spec.consistency", `supported values: "Diverse", "Family", "Type"`),
+	Entry("label key syntax", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Labels["bad key!"] = "x" },
+		"spec.labels", "label keys must be qualified names"),
+	Entry("label value syntax", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Labels["example.com/team"] = strings.Repeat("v", 64) },
+		"spec.labels", "label values must be at most 63 characters"),
+	Entry("label in Poolsmith's domain", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Labels[v1alpha1.LabelClass] = "other" },
+		"spec.labels", "the poolsmith.dev label domain is reserved"),
+	Entry("label in Karpenter's domain", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Labels["karpenter.sh/capacity-type"] = "spot" },
+		"spec.labels", "the karpenter.sh label domain is restricted by Karpenter"),
+	Entry("label in Karpenter AWS's domain", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Labels["karpenter.k8s.aws/instance-family"] = "m7g" },
+		"spec.labels", "the karpenter.k8s.aws label domain is restricted by Karpenter"),
+	Entry("well-known scheduling label", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Labels["kubernetes.io/arch"] = "arm64" },
+		"spec.labels", "well-known scheduling labels are set by each rung's requirements"),
+	Entry("taint key syntax", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Taints[0].Key = "-bad" },
+		"spec.taints[0].key", "taint keys must be qualified names"),
+	Entry("taint effect", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Taints[0].Effect = "Sometimes" },
+		"spec.taints[0].effect", `supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"`),
+	Entry("duplicate taint", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Taints = append(wc.Spec.Taints, wc.Spec.Taints[0]) },
+		"spec.taints[1]", "Duplicate value"),
+	Entry("startup taint effect", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.StartupTaints = v1alpha1.Taints{{Key: "example.com/init", Effect: "Later"}}
+	}, "spec.startupTaints[0].effect", "supported values"),
+	Entry("reserved tag key", func(wc *v1alpha1.WorkloadClass) { wc.Spec.NodeClass.Tags["kubernetes.io/cluster/prod"] = "owned" },
+		"spec.nodeClass.tags", "are reserved by Karpenter"),
+	Entry("amiFamily without amiSelectorTerms", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.NodeClass.AMISelectorTerms = nil
+		wc.Spec.NodeClass.AMIFamily = ptr.To("AL2023")
+	}, "spec.nodeClass", "nodeClass.amiFamily may only be set together with nodeClass.amiSelectorTerms"),
+	Entry("alias combined with other AMI terms", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.NodeClass.AMISelectorTerms = append(wc.Spec.NodeClass.AMISelectorTerms, awsv1.AMISelectorTerm{ID: "ami-0123456789abcdef0"})
+	}, "spec.nodeClass.amiSelectorTerms", "'alias' is mutually exclusive"),
+	Entry("weight ceiling above 100", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Weighting.Ceiling = ptr.To[int32](101) },
+		"spec.weighting.ceiling", "should be less than or equal to 100"),
+	Entry("unknown weighting strategy", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Weighting.Strategy = "Random" },
+		"spec.weighting.strategy", `supported values: "Static", "Cost", "RiskAdjustedCost"`),
+	Entry("unknown prune policy", func(wc *v1alpha1.WorkloadClass) { wc.Spec.PrunePolicy = "Keep" },
+		"spec.prunePolicy", `supported values: "Delete", "Retire", "Orphan"`),
+	Entry("malformed expireAfter", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.ExpireAfter = ptr.To(karpv1.NillableDuration{Raw: []byte(`"5 days"`)})
+	}, "spec.expireAfter", "should match"),
+	Entry("fallbackExpireAfter with expireAfter Never", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.ExpireAfter = ptr.To(karpv1.MustParseNillableDuration("Never"))
+	}, "spec", "fallbackExpireAfter must be Never when expireAfter is Never"),
+	Entry("unknown consolidation policy", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Disruption.ConsolidationPolicy = "Always" },
+		"spec.disruption.consolidationPolicy", "supported values"),
+	Entry("budget schedule without duration", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "1", Schedule: ptr.To("@daily")}}
+	}, "spec.disruption.budgets", "each budget must set schedule and duration together"),
+	Entry("name longer than 63 characters", func(wc *v1alpha1.WorkloadClass) { wc.Name = strings.Repeat("a", 64) },
+		"metadata.name", "metadata.name must be at most 63 characters"),
+)
+
+var _ = DescribeTable("rejects an invalid Baseline, naming the field",
+	func(mutate func(*v1alpha1.Baseline), field, message string) {
+		b := validBaseline()
+		mutate(b)
+		err := dryRunCreate(b)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring(field))
+		Expect(err.Error()).To(ContainSubstring(message))
+	},
+	Entry("both role and instanceProfile", func(b *v1alpha1.Baseline) { b.Spec.NodeClass.InstanceProfile = ptr.To("KarpenterNodeInstanceProfile") },
+		"spec.nodeClass", "nodeClass must set exactly one of role or instanceProfile"),
+	Entry("neither role nor instanceProfile", func(b *v1alpha1.Baseline) { b.Spec.NodeClass.Role = "" },
+		"spec.nodeClass", "nodeClass must set exactly one of role or instanceProfile"),
+	Entry("AMI selection without alias or amiFamily", func(b *v1alpha1.Baseline) {
+		b.Spec.NodeClass.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: "ami-0123456789abcdef0"}}
+	}, "spec.nodeClass", "nodeClass.amiFamily is required when no amiSelectorTerm is an alias"),
+	Entry("restricted tag (Karpenter's own rule)", func(b *v1alpha1.Baseline) { b.Spec.NodeClass.Tags["karpenter.sh/nodepool"] = "x" },
+		"spec.nodeClass.tags", "tag contains a restricted tag matching karpenter.sh/nodepool"),
+	Entry("no subnet selector (Karpenter's own rule)", func(b *v1alpha1.Baseline) { b.Spec.NodeClass.SubnetSelectorTerms = nil },
+		"spec.nodeClass.subnetSelectorTerms", "Required value"),
+	Entry("node label in Karpenter's domain", func(b *v1alpha1.Baseline) { b.Spec.NodePool.Labels["karpenter.sh/nodepool"] = "x" },
+		"spec.nodePool.labels", "the karpenter.sh label domain is restricted by Karpenter"),
+	Entry("startup taint effect", func(b *v1alpha1.Baseline) {
+		b.Spec.NodePool.StartupTaints = v1alpha1.Taints{{Key: "example.com/init", Effect: "Soon"}}
+	}, "spec.nodePool.startupTaints[0].effect", "supported values"),
+	Entry("malformed consolidateAfter", func(b *v1alpha1.Baseline) {
+		b.Spec.NodePool.Disruption = &v1alpha1.Disruption{ConsolidateAfter: ptr.To(karpv1.NillableDuration{Raw: []byte(`"soon"`)})}
+	}, "spec.nodePool.disruption.consolidateAfter", "should match"),
+)

@@ -1,0 +1,457 @@
+package v1alpha1
+
+import (
+	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+)
+
+// Profile names a preset of requirements and NodePool settings for a kind of workload.
+// +kubebuilder:validation:Enum=General;BurstableCI;GPU;MemoryOptimized
+type Profile string
+
+const (
+	// ProfileGeneral is mixed ARM/x86 general-purpose capacity (c, m and r categories).
+	ProfileGeneral Profile = "General"
+	// ProfileBurstableCI is short-lived, spot-first capacity for CI runners.
+	ProfileBurstableCI Profile = "BurstableCI"
+	// ProfileGPU is NVIDIA GPU capacity for ML training and inference.
+	ProfileGPU Profile = "GPU"
+	// ProfileMemoryOptimized is high memory-per-vCPU capacity for analytics.
+	ProfileMemoryOptimized Profile = "MemoryOptimized"
+)
+
+// Architecture is a CPU architecture as Karpenter's kubernetes.io/arch label names it.
+// +kubebuilder:validation:Enum=arm64;amd64
+type Architecture string
+
+const (
+	ArchitectureARM64 Architecture = "arm64"
+	ArchitectureAMD64 Architecture = "amd64"
+)
+
+// CapacityType is an EC2 purchase option as Karpenter's karpenter.sh/capacity-type label
+// names it.
+// +kubebuilder:validation:Enum=spot;on-demand;reserved
+type CapacityType string
+
+const (
+	CapacityTypeSpot     CapacityType = "spot"
+	CapacityTypeOnDemand CapacityType = "on-demand"
+	CapacityTypeReserved CapacityType = "reserved"
+)
+
+// Consistency says how finely the ladder splits rungs so that one workload's nodes stay
+// alike.
+// +kubebuilder:validation:Enum=Diverse;Family;Type
+type Consistency string
+
+const (
+	// ConsistencyDiverse gives one rung per capacity type and architecture; Karpenter picks
+	// freely among every instance type the rung allows.
+	ConsistencyDiverse Consistency = "Diverse"
+	// ConsistencyFamily adds one rung per instance family, in spec.instances.families order.
+	ConsistencyFamily Consistency = "Family"
+	// ConsistencyType adds one rung per instance type, in spec.instances.types order.
+	ConsistencyType Consistency = "Type"
+)
+
+// WeightingStrategy says how rung weights are chosen.
+// +kubebuilder:validation:Enum=Static;Cost;RiskAdjustedCost
+type WeightingStrategy string
+
+const (
+	// WeightingStatic weights rungs by ladder order alone.
+	WeightingStatic WeightingStrategy = "Static"
+	// WeightingCost orders rungs by the price of the resource the profile buys.
+	WeightingCost WeightingStrategy = "Cost"
+	// WeightingRiskAdjustedCost is Cost with spot prices penalised by interruption frequency.
+	WeightingRiskAdjustedCost WeightingStrategy = "RiskAdjustedCost"
+)
+
+// PrunePolicy says what happens to a NodePool that the class no longer renders.
+// +kubebuilder:validation:Enum=Delete;Retire;Orphan
+type PrunePolicy string
+
+const (
+	// PruneDelete deletes the NodePool; Karpenter drains and removes its nodes.
+	PruneDelete PrunePolicy = "Delete"
+	// PruneRetire sets the NodePool's limits to zero so no node launches, and deletes it
+	// once it has no nodes left.
+	PruneRetire PrunePolicy = "Retire"
+	// PruneOrphan removes Poolsmith's owner reference and labels and leaves the NodePool.
+	PruneOrphan PrunePolicy = "Orphan"
+)
+
+// WorkloadClassSpec declares what one kind of workload needs from its nodes.
+// +kubebuilder:validation:XValidation:rule="!has(self.fallbackExpireAfter) || self.fallbackExpireAfter == 'Never' || !has(self.expireAfter) || self.expireAfter != 'Never'",message="fallbackExpireAfter must be Never when expireAfter is Never"
+type WorkloadClassSpec struct {
+	// baselineRef names the Baseline this class builds on. When omitted, the Baseline
+	// named "default" is used.
+	// +optional
+	BaselineRef *BaselineReference `json:"baselineRef,omitempty"`
+
+	// profile is the preset this class starts from: General (the default; mixed ARM/x86),
+	// BurstableCI, GPU or MemoryOptimized. Every field set in this spec overrides the
+	// profile's value.
+	// +optional
+	Profile Profile `json:"profile,omitempty"`
+
+	// architectures lists the CPU architectures nodes may have, most preferred first. Each
+	// becomes its own rung. Defaults to the profile's list.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=2
+	// +listType=set
+	// +optional
+	Architectures []Architecture `json:"architectures,omitempty"`
+
+	// capacityTypes lists the purchase options nodes may use, most preferred first: spot,
+	// on-demand, reserved. Each becomes its own rung. Defaults to the profile's list.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=3
+	// +listType=set
+	// +optional
+	CapacityTypes []CapacityType `json:"capacityTypes,omitempty"`
+
+	// zones restricts nodes to these availability zones, e.g. us-east-1a. Unset means
+	// every zone the Baseline's subnets reach.
+	// +kubebuilder:validation:MaxItems=30
+	// +kubebuilder:validation:items:Pattern=`^[a-z]{2}(-[a-z0-9]+)+$`
+	// +listType=set
+	// +optional
+	Zones []string `json:"zones,omitempty"`
+
+	// instances constrains the instance types nodes may have. Unset fields take the
+	// profile's value.
+	// +optional
+	Instances *InstanceShape `json:"instances,omitempty"`
+
+	// consistency says how finely rungs are split so a workload's nodes stay alike:
+	// Diverse (the default), Family (one rung per entry of instances.families) or Type (one
+	// rung per entry of instances.types).
+	// +optional
+	Consistency Consistency `json:"consistency,omitempty"`
+
+	// labels are added to every node of the class, on top of the Baseline's. Poolsmith
+	// also sets poolsmith.dev/class and poolsmith.dev/rung.
+	// +optional
+	Labels NodeLabels `json:"labels,omitempty"`
+
+	// annotations are added to every node of the class, on top of the Baseline's.
+	// +optional
+	Annotations NodeAnnotations `json:"annotations,omitempty"`
+
+	// taints are applied to every node of the class. They are unioned with the Baseline's
+	// and the profile's by (key, effect); for the same (key, effect) this value wins.
+	// +optional
+	Taints Taints `json:"taints,omitempty"`
+
+	// startupTaints are applied to every node of the class at startup, merged like taints.
+	// +optional
+	StartupTaints Taints `json:"startupTaints,omitempty"`
+
+	// limits caps the resources of the whole class, across every rung, e.g. cpu: "512".
+	// +optional
+	Limits corev1.ResourceList `json:"limits,omitempty"`
+
+	// disruption overrides the Baseline's and the profile's consolidation settings, field by
+	// field.
+	// +optional
+	Disruption *Disruption `json:"disruption,omitempty"`
+
+	// expireAfter is how long a node lives before Karpenter replaces it, e.g. 168h, or
+	// Never. Overrides the Baseline and the profile.
+	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
+	// +kubebuilder:validation:Type="string"
+	// +kubebuilder:validation:Schemaless
+	// +optional
+	ExpireAfter *karpv1.NillableDuration `json:"expireAfter,omitempty"`
+
+	// fallbackExpireAfter, when set, replaces expireAfter on rungs whose capacity type is not
+	// the class's first choice, so their nodes are recycled and the preferred rung is tried
+	// again. Karpenter's expiry ignores disruption budgets and do-not-disrupt, so pair it
+	// with terminationGracePeriod. Profiles other than GPU set it by default.
+	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
+	// +kubebuilder:validation:Type="string"
+	// +kubebuilder:validation:Schemaless
+	// +optional
+	FallbackExpireAfter *karpv1.NillableDuration `json:"fallbackExpireAfter,omitempty"`
+
+	// terminationGracePeriod is how long Karpenter waits for a node to drain before it
+	// terminates the node regardless, e.g. 2h. Overrides the Baseline and the profile.
+	// +kubebuilder:validation:Pattern=`^([0-9]+(s|m|h))+$`
+	// +kubebuilder:validation:Type="string"
+	// +optional
+	TerminationGracePeriod *metav1.Duration `json:"terminationGracePeriod,omitempty"`
+
+	// weighting says how rung weights (Karpenter's NodePool spec.weight) are chosen.
+	// +optional
+	Weighting *Weighting `json:"weighting,omitempty"`
+
+	// prunePolicy says what happens to a rung's NodePool when the class no longer renders
+	// it: Delete (the default), Retire (limits set to zero, deleted once it has no nodes)
+	// or Orphan (left in place, no longer managed).
+	// +optional
+	PrunePolicy PrunePolicy `json:"prunePolicy,omitempty"`
+
+	// nodeClass overrides the fields of the Baseline's EC2NodeClass that a class may
+	// change. Identity and network fields are Baseline-only and have no place here.
+	// +optional
+	NodeClass *NodeClassOverrides `json:"nodeClass,omitempty"`
+}
+
+// BaselineReference names a Baseline.
+type BaselineReference struct {
+	// name of the Baseline.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+}
+
+// InstanceShape constrains instance types by Karpenter's well-known instance labels.
+// +kubebuilder:validation:XValidation:rule="!has(self.families) || !has(self.excludeFamilies) || !self.families.exists(f, f in self.excludeFamilies)",message="instances.families and instances.excludeFamilies must not name the same family"
+type InstanceShape struct {
+	// categories are instance categories (karpenter.k8s.aws/instance-category), e.g. c, m, r.
+	// +kubebuilder:validation:MaxItems=30
+	// +kubebuilder:validation:items:Pattern=`^[a-z]+$`
+	// +listType=set
+	// +optional
+	Categories []string `json:"categories,omitempty"`
+
+	// families are instance families (karpenter.k8s.aws/instance-family), most preferred
+	// first, e.g. m7g, m7i. Under consistency Family each becomes its own rung.
+	// +kubebuilder:validation:MaxItems=30
+	// +kubebuilder:validation:items:Pattern=`^[a-z][a-z0-9-]*$`
+	// +listType=set
+	// +optional
+	Families []string `json:"families,omitempty"`
+
+	// excludeFamilies are instance families nodes must not have.
+	// +kubebuilder:validation:MaxItems=30
+	// +kubebuilder:validation:items:Pattern=`^[a-z][a-z0-9-]*$`
+	// +listType=set
+	// +optional
+	ExcludeFamilies []string `json:"excludeFamilies,omitempty"`
+
+	// types are instance types (node.kubernetes.io/instance-type), most preferred first,
+	// e.g. m7g.xlarge. Under consistency Type each becomes its own rung.
+	// +kubebuilder:validation:MaxItems=30
+	// +kubebuilder:validation:items:Pattern=`^[a-z][a-z0-9-]*\.[a-z0-9-]+$`
+	// +listType=set
+	// +optional
+	Types []string `json:"types,omitempty"`
+
+	// minGeneration is the oldest instance generation allowed
+	// (karpenter.k8s.aws/instance-generation), e.g. 6.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MinGeneration *int32 `json:"minGeneration,omitempty"`
+
+	// cpu bounds the vCPU count (karpenter.k8s.aws/instance-cpu), inclusive.
+	// +optional
+	CPU *IntRange `json:"cpu,omitempty"`
+
+	// memory bounds instance memory (karpenter.k8s.aws/instance-memory), inclusive, as
+	// quantities such as 8Gi.
+	// +optional
+	Memory *QuantityRange `json:"memory,omitempty"`
+
+	// gpu constrains GPU instances.
+	// +optional
+	GPU *GPUShape `json:"gpu,omitempty"`
+}
+
+// IntRange is an inclusive range of whole numbers; either end may be omitted.
+// +kubebuilder:validation:XValidation:rule="!has(self.min) || !has(self.max) || self.min <= self.max",message="min must be less than or equal to max"
+type IntRange struct {
+	// min is the smallest value allowed.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Min *int32 `json:"min,omitempty"`
+	// max is the largest value allowed.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Max *int32 `json:"max,omitempty"`
+}
+
+// QuantityRange is an inclusive range of quantities; either end may be omitted.
+// +kubebuilder:validation:XValidation:rule="!has(self.min) || !has(self.max) || quantity(string(self.min)).compareTo(quantity(string(self.max))) <= 0",message="min must be less than or equal to max"
+type QuantityRange struct {
+	// min is the smallest value allowed, e.g. 8Gi.
+	// +optional
+	Min *resource.Quantity `json:"min,omitempty"`
+	// max is the largest value allowed, e.g. 512Gi.
+	// +optional
+	Max *resource.Quantity `json:"max,omitempty"`
+}
+
+// GPUShape constrains GPU instances.
+type GPUShape struct {
+	// count bounds the number of GPUs (karpenter.k8s.aws/instance-gpu-count).
+	// +optional
+	Count *IntRange `json:"count,omitempty"`
+	// manufacturer is the GPU manufacturer (karpenter.k8s.aws/instance-gpu-manufacturer).
+	// The GPU profile defaults it to nvidia.
+	// +kubebuilder:validation:Enum=nvidia;amd;habana
+	// +optional
+	Manufacturer string `json:"manufacturer,omitempty"`
+	// names are GPU models (karpenter.k8s.aws/instance-gpu-name), e.g. t4, a10g, l4, h100.
+	// +kubebuilder:validation:MaxItems=30
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9][a-z0-9-]*$`
+	// +listType=set
+	// +optional
+	Names []string `json:"names,omitempty"`
+}
+
+// Weighting says how rung weights are chosen.
+type Weighting struct {
+	// strategy is Static (ladder order alone, the default), Cost or RiskAdjustedCost.
+	// +optional
+	Strategy WeightingStrategy `json:"strategy,omitempty"`
+
+	// ceiling is the class's highest weight; rungs get ceiling, ceiling-1, and so on. Give
+	// classes that can take the same pods separate bands. Defaults to 100.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Ceiling *int32 `json:"ceiling,omitempty"`
+}
+
+// NodeClassOverrides are the EC2NodeClass fields a WorkloadClass may set on top of its
+// Baseline. See the merge rules in the README.
+// +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || has(self.amiSelectorTerms)",message="nodeClass.amiFamily may only be set together with nodeClass.amiSelectorTerms"
+type NodeClassOverrides struct {
+	// amiSelectorTerms replace the Baseline's AMI selection as a whole.
+	// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['tags', 'id', 'name', 'alias', 'ssmParameter']",rule="self.all(x, has(x.tags) || has(x.id) || has(x.name) || has(x.alias) || has(x.ssmParameter))"
+	// +kubebuilder:validation:XValidation:message="'alias' is mutually exclusive, cannot be set with a combination of other amiSelectorTerms",rule="!(self.exists(x, has(x.alias)) && self.size() != 1)"
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=30
+	// +optional
+	AMISelectorTerms []awsv1.AMISelectorTerm `json:"amiSelectorTerms,omitempty"`
+
+	// amiFamily goes with amiSelectorTerms when they hold no alias.
+	// +kubebuilder:validation:Enum=AL2;AL2023;Bottlerocket;Custom;Windows2019;Windows2022;Windows2025
+	// +optional
+	AMIFamily *string `json:"amiFamily,omitempty"`
+
+	// blockDeviceMappings are merged with the Baseline's by deviceName, and field by field
+	// inside ebs: a class can enlarge a volume and keep the Baseline's encryption and KMS key.
+	// +kubebuilder:validation:MaxItems=50
+	// +optional
+	BlockDeviceMappings []*awsv1.BlockDeviceMapping `json:"blockDeviceMappings,omitempty"`
+
+	// tags are added to the Baseline's tags. A Baseline tag cannot be given another value.
+	// +optional
+	Tags Tags `json:"tags,omitempty"`
+
+	// kubelet is merged with the Baseline's kubelet configuration key by key; this value
+	// wins. It is validated as Karpenter validates it.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Kubelet awsv1.KubeletConfiguration `json:"kubelet,omitempty"`
+
+	// userData may be set only when the Baseline has none.
+	// +optional
+	UserData *string `json:"userData,omitempty"`
+
+	// detailedMonitoring enables EC2 detailed monitoring.
+	// +optional
+	DetailedMonitoring *bool `json:"detailedMonitoring,omitempty"`
+
+	// instanceStorePolicy says how to use instance-store disks (RAID0).
+	// +optional
+	InstanceStorePolicy *awsv1.InstanceStorePolicy `json:"instanceStorePolicy,omitempty"`
+}
+
+// RungStatus reports one NodePool of the class's ladder.
+type RungStatus struct {
+	// name of the NodePool.
+	Name string `json:"name"`
+	// weight is the NodePool's spec.weight.
+	Weight int32 `json:"weight"`
+	// capacityType is the rung's capacity type.
+	CapacityType CapacityType `json:"capacityType"`
+	// arch is the rung's architecture.
+	Arch Architecture `json:"arch"`
+	// family or instance type the rung is pinned to, under consistency Family or Type.
+	// +optional
+	Slice string `json:"slice,omitempty"`
+	// ready is the NodePool's Ready condition status: True, False or Unknown.
+	// +optional
+	Ready metav1.ConditionStatus `json:"ready,omitempty"`
+	// reason explains the readiness or the weight.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
+
+// WorkloadClassStatus is the observed state of a WorkloadClass.
+type WorkloadClassStatus struct {
+	// observedGeneration is the generation of the last successful reconcile.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions are Synced, Ready and SignalsCurrent; see the README.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// profile is the resolved profile.
+	// +optional
+	Profile Profile `json:"profile,omitempty"`
+
+	// nodeClass is the name of the rendered EC2NodeClass.
+	// +optional
+	NodeClass string `json:"nodeClass,omitempty"`
+
+	// poolCount is the number of rendered NodePools.
+	// +optional
+	PoolCount int32 `json:"poolCount,omitempty"`
+
+	// nodePools are the rendered NodePools, in ladder order.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	NodePools []RungStatus `json:"nodePools,omitempty"`
+}
+
+// WorkloadClass declares what one kind of workload needs. Poolsmith renders it, on top of
+// its Baseline, into one EC2NodeClass and a weighted ladder of NodePools that it owns and
+// keeps in sync.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=wlc,categories=poolsmith
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="metadata.name must be at most 63 characters: it becomes the poolsmith.dev/class label value"
+// +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="Synced")].status`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Profile",type=string,JSONPath=`.status.profile`
+// +kubebuilder:printcolumn:name="Pools",type=integer,JSONPath=`.status.poolCount`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type WorkloadClass struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec declares what the workload needs.
+	// +optional
+	Spec WorkloadClassSpec `json:"spec,omitempty"`
+
+	// status reports the rendered NodePool family.
+	// +optional
+	Status WorkloadClassStatus `json:"status,omitempty"`
+}
+
+// WorkloadClassList is a list of WorkloadClasses.
+// +kubebuilder:object:root=true
+type WorkloadClassList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []WorkloadClass `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&WorkloadClass{}, &WorkloadClassList{})
+}

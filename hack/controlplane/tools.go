@@ -1,0 +1,12 @@
+//go:build tools
+
+// Package controlplane pins the Kubernetes control-plane binaries that the test suite and
+// `make demo` run: kube-apiserver and kubectl, built from k8s.io/kubernetes source because
+// the envtest download site is not reachable from our build machines. It is its own module
+// so the main go.mod never requires k8s.io/kubernetes.
+package controlplane
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)

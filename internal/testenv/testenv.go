@@ -1,0 +1,93 @@
+// Package testenv starts a real kube-apiserver and etcd (built from source by
+// hack/envtest.sh) with Poolsmith's CRDs and Karpenter's real CRDs installed, for the test
+// suites and `make demo`. Karpenter's CRDs come from the karpenter-provider-aws module in
+// the module cache, whose copy of karpenter.sh_nodepools.yaml carries the AWS label rules.
+package testenv
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/poolsmith/poolsmith/internal/scheme"
+)
+
+// KarpenterProviderModule is the module whose pkg/apis/crds holds the CRDs installed.
+const KarpenterProviderModule = "github.com/aws/karpenter-provider-aws"
+
+// Env is a running control plane with a client for it.
+type Env struct {
+	*envtest.Environment
+	Config *rest.Config
+	Client client.Client
+}
+
+// Start starts kube-apiserver and etcd from KUBEBUILDER_ASSETS and installs the CRDs.
+func Start() (*Env, error) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		return nil, fmt.Errorf("KUBEBUILDER_ASSETS is not set: run tests with `make test`, or export KUBEBUILDER_ASSETS=$(hack/envtest.sh)")
+	}
+	dirs, err := CRDDirs()
+	if err != nil {
+		return nil, err
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     dirs,
+		ErrorIfCRDPathMissing: true,
+		Scheme:                scheme.Scheme,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting the control plane from %s: %w", os.Getenv("KUBEBUILDER_ASSETS"), err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		_ = env.Stop()
+		return nil, fmt.Errorf("creating a client: %w", err)
+	}
+	return &Env{Environment: env, Config: cfg, Client: c}, nil
+}
+
+// CRDDirs returns Poolsmith's generated CRD directory and Karpenter's.
+func CRDDirs() ([]string, error) {
+	root, err := ModuleDir("")
+	if err != nil {
+		return nil, err
+	}
+	karpenter, err := ModuleDir(KarpenterProviderModule)
+	if err != nil {
+		return nil, err
+	}
+	return []string{
+		filepath.Join(root, "config", "crd", "bases"),
+		filepath.Join(karpenter, "pkg", "apis", "crds"),
+	}, nil
+}
+
+// ModuleDir asks the go command where a module's sources are: the main module for "",
+// otherwise the module cache copy at the version go.mod requires.
+func ModuleDir(module string) (string, error) {
+	args := []string{"list", "-m", "-f", "{{.Dir}}"}
+	if module != "" {
+		args = append(args, module)
+	}
+	cmd := exec.Command("go", args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("locating module %q with go list: %w: %s", module, err, strings.TrimSpace(stderr.String()))
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		return "", fmt.Errorf("go list found no directory for module %q; run `go mod download`", module)
+	}
+	return dir, nil
+}
