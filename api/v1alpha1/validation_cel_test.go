@@ -186,9 +186,6 @@ var _ = DescribeTable("rejects an invalid WorkloadClass, naming the field",
 	Entry("malformed expireAfter", func(wc *v1alpha1.WorkloadClass) {
 		wc.Spec.ExpireAfter = ptr.To(karpv1.NillableDuration{Raw: []byte(`"5 days"`)})
 	}, "spec.expireAfter", "should match"),
-	Entry("fallbackExpireAfter with expireAfter Never", func(wc *v1alpha1.WorkloadClass) {
-		wc.Spec.ExpireAfter = ptr.To(karpv1.MustParseNillableDuration("Never"))
-	}, "spec", "fallbackExpireAfter must be Never when expireAfter is Never"),
 	Entry("unknown consolidation policy", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Disruption.ConsolidationPolicy = "Always" },
 		"spec.disruption.consolidationPolicy", "supported values"),
 	Entry("budget schedule without duration", func(wc *v1alpha1.WorkloadClass) {

@@ -86,7 +86,6 @@ const (
 )
 
 // WorkloadClassSpec declares what one kind of workload needs from its nodes.
-// +kubebuilder:validation:XValidation:rule="!has(self.fallbackExpireAfter) || self.fallbackExpireAfter == 'Never' || !has(self.expireAfter) || self.expireAfter != 'Never'",message="fallbackExpireAfter must be Never when expireAfter is Never"
 type WorkloadClassSpec struct {
 	// baselineRef names the Baseline this class builds on. When omitted, the Baseline
 	// named "default" is used.
@@ -169,10 +168,11 @@ type WorkloadClassSpec struct {
 	// +optional
 	ExpireAfter *karpv1.NillableDuration `json:"expireAfter,omitempty"`
 
-	// fallbackExpireAfter, when set, replaces expireAfter on rungs whose capacity type is not
-	// the class's first choice, so their nodes are recycled and the preferred rung is tried
-	// again. Karpenter's expiry ignores disruption budgets and do-not-disrupt, so pair it
-	// with terminationGracePeriod. Profiles other than GPU set it by default.
+	// fallbackExpireAfter replaces expireAfter on rungs whose capacity type is not the
+	// class's first choice, when it is shorter, so their nodes are recycled and the
+	// preferred rung is tried again. Never turns it off. Karpenter's expiry ignores
+	// disruption budgets and do-not-disrupt, so pair it with terminationGracePeriod. The
+	// General, BurstableCI and MemoryOptimized profiles set it; GPU does not.
 	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
 	// +kubebuilder:validation:Type="string"
 	// +kubebuilder:validation:Schemaless

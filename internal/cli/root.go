@@ -37,12 +37,15 @@ func Execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	fmt.Fprintf(stderr, "poolsmith: %v\n", err)
-	var ue usageError
-	if errors.As(err, &ue) {
-		return ExitUsage
+	var ie inputError
+	if errors.As(err, &ie) {
+		for _, msg := range ie {
+			fmt.Fprintf(stderr, "error: %s\n", msg)
+		}
+		return ExitFindings
 	}
-	// cobra's own flag and argument errors are usage errors.
+	// Everything else is a bad invocation: unknown flags or commands, missing -f.
+	fmt.Fprintf(stderr, "poolsmith: %v\nRun 'poolsmith --help' for usage.\n", err)
 	return ExitUsage
 }
 
@@ -59,5 +62,6 @@ workload needs) into fully expanded Karpenter NodePools and EC2NodeClasses.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newRenderCommand(), newExplainCommand(), newLintCommand())
 	return root
 }

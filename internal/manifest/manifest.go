@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	sigsjson "sigs.k8s.io/json"
 )
 
 // Object is one document of a manifest.
@@ -35,6 +36,23 @@ func (o Object) Where() string {
 		name = "<no name>"
 	}
 	return fmt.Sprintf("%s (document %d, %s %s)", o.Source, o.Index, o.GetKind(), name)
+}
+
+// Into decodes the object strictly into v: an unknown or duplicate field is an error
+// naming its path.
+func (o Object) Into(v any) error {
+	strict, err := sigsjson.UnmarshalStrict(o.Raw, v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", o.Where(), err)
+	}
+	if len(strict) > 0 {
+		msgs := make([]string, len(strict))
+		for i, e := range strict {
+			msgs[i] = e.Error()
+		}
+		return fmt.Errorf("%s: %s", o.Where(), strings.Join(msgs, "; "))
+	}
+	return nil
 }
 
 // Load reads every object from paths, in order; directories are read in lexical order.

@@ -1,0 +1,219 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/poolsmith/poolsmith/internal/manifest"
+)
+
+const samples = "../../config/samples"
+
+func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = Execute(args, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestRenderSamples(t *testing.T) {
+	code, out, stderr := run(t, "", "render", "-f", samples)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	objs, err := manifest.Decode("stdout", strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 4 EC2NodeClasses, then 16 NodePools, each group sorted by name.
+	if len(objs) != 20 {
+		t.Fatalf("got %d objects, want 20", len(objs))
+	}
+	for i, o := range objs {
+		wantKind := "NodePool"
+		if i < 4 {
+			wantKind = "EC2NodeClass"
+		}
+		if o.GetKind() != wantKind {
+			t.Errorf("object %d is %s, want %s", i, o.GetKind(), wantKind)
+		}
+		if i > 0 && objs[i-1].GetKind() == o.GetKind() && objs[i-1].GetName() >= o.GetName() {
+			t.Errorf("%s after %s: not sorted", o.GetName(), objs[i-1].GetName())
+		}
+		if o.GetLabels()["app.kubernetes.io/managed-by"] != "poolsmith" {
+			t.Errorf("%s lacks the managed-by label", o.GetName())
+		}
+	}
+}
+
+func TestRenderFromStdinAndAsJSON(t *testing.T) {
+	_, yamlOut, _ := run(t, "", "render", "-f", samples)
+	in := strings.Join([]string{mustRead(t, samples+"/poolsmith_v1alpha1_baseline.yaml"), mustRead(t, samples+"/poolsmith_v1alpha1_workloadclass_ci.yaml")}, "\n---\n")
+	code, out, stderr := run(t, in, "render", "-f", "-", "-o", "json")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var list struct {
+		Kind  string           `json:"kind"`
+		Items []map[string]any `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil || list.Kind != "List" || len(list.Items) != 5 {
+		t.Fatalf("want a List of 5 items, got %v (%v)", len(list.Items), err)
+	}
+	if !strings.Contains(yamlOut, "name: ci-spot-amd64") {
+		t.Error("the directory render lacks ci-spot-amd64")
+	}
+}
+
+func TestInvalidInputExitsOneWithNothingOnStdout(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stdin string
+		args  []string
+		want  []string
+	}{
+		{"contradicting tag", "", []string{"render", "-f", "testdata/bad-tag.yaml"},
+			[]string{"testdata/bad-tag.yaml", "WorkloadClass rogue", "spec.nodeClass.tags[cost-center]", "BaselineConflict"}},
+		{"unknown field", "apiVersion: poolsmith.dev/v1alpha1\nkind: WorkloadClass\nmetadata: {name: typo}\nspec: {profiel: GPU}\n", []string{"render", "-f", "-"},
+			[]string{"- (document 1, WorkloadClass typo)", `unknown field "spec.profiel"`}},
+		{"missing Baseline", "apiVersion: poolsmith.dev/v1alpha1\nkind: WorkloadClass\nmetadata: {name: lonely}\nspec: {baselineRef: {name: prod}}\n", []string{"explain", "-f", "-"},
+			[]string{"WorkloadClass lonely", "spec.baselineRef", `Baseline "prod" is not in the input`}},
+		{"missing file", "", []string{"render", "-f", "testdata/nope.yaml"}, []string{"testdata/nope.yaml"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, stderr := run(t, tc.stdin, tc.args...)
+			if code != ExitFindings || out != "" {
+				t.Fatalf("exit %d with stdout %q, want exit 1 and nothing", code, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q lacks %q", stderr, w)
+				}
+			}
+		})
+	}
+}
+
+func TestUsageErrorsExitTwo(t *testing.T) {
+	for _, args := range [][]string{
+		{"render"},
+		{"render", "-f", samples, "-o", "xml"},
+		{"render", "--no-such-flag"},
+		{"lint", "-f", samples, "extra-arg"},
+		{"no-such-command"},
+	} {
+		if code, _, stderr := run(t, "", args...); code != ExitUsage {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, code, stderr)
+		}
+	}
+}
+
+func TestOtherKindsAreIgnoredWithAWarning(t *testing.T) {
+	code, _, stderr := run(t, "", "render", "-f", "testdata/lint-problems.yaml")
+	if code != ExitOK || !strings.Contains(stderr, "warning: testdata/lint-problems.yaml (document 5, ConfigMap not-ours)") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestExplainShowsValuesAndOrigins(t *testing.T) {
+	code, out, stderr := run(t, "", "explain", "-f", samples, "--object", "NodePool/gpu-spot-amd64-g5")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range [][]string{
+		{"spec.template.spec.requirements[karpenter.k8s.aws/instance-family]", "In [g5]", "computed:ladder"},
+		{"spec.disruption.consolidationPolicy", "WhenEmpty", "profile:GPU"},
+		{"spec.template.metadata.labels[example.com/environment]", "prod", "baseline"},
+		{"spec.weight", "97", "computed:weight(Static: ladder order)"},
+	} {
+		if !hasLine(out, want...) {
+			t.Errorf("explain output has no line with %q", want)
+		}
+	}
+	if strings.Contains(out, "EC2NodeClass/") || strings.Contains(out, "gpu-on-demand") {
+		t.Error("--object did not filter")
+	}
+	code, out, _ = run(t, "", "explain", "-f", samples, "--object", "gpu", "-o", "json")
+	var fields []map[string]string
+	if code != ExitOK || json.Unmarshal([]byte(out), &fields) != nil || len(fields) == 0 {
+		t.Fatalf("explain -o json: exit %d, %d fields", code, len(fields))
+	}
+	for _, f := range fields {
+		if f["object"] != "EC2NodeClass/gpu" || f["origin"] == "" {
+			t.Errorf("unexpected field %v", f)
+		}
+	}
+	if code, _, _ := run(t, "", "explain", "-f", samples, "--object", "NodePool/nope"); code != ExitFindings {
+		t.Errorf("unknown --object: exit %d, want 1", code)
+	}
+}
+
+func TestLintSamplesHaveNoErrors(t *testing.T) {
+	code, out, stderr := run(t, "", "lint", "-f", samples)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s%s", code, out, stderr)
+	}
+	if !strings.Contains(out, "toleration-needed") || !strings.Contains(stderr, "4 classes, 0 errors") {
+		t.Errorf("out %q stderr %q", out, stderr)
+	}
+}
+
+func TestLintFindsProblems(t *testing.T) {
+	code, out, _ := run(t, "", "lint", "-f", "testdata/lint-problems.yaml", "-o", "json")
+	if code != ExitFindings {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	var findings []struct{ Severity, Object, Check, Message string }
+	if err := json.Unmarshal([]byte(out), &findings); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{
+		"warning WorkloadClass/api class-overlap":                false,
+		"error NodePool/odd-spot-arm64-m7i selects-nothing":      false,
+		"warning WorkloadClass/odd toleration-needed":            false,
+		"error NodePool/odd-on-demand-arm64-m7i selects-nothing": false,
+	}
+	for _, f := range findings {
+		want[f.Severity+" "+f.Object+" "+f.Check] = true
+	}
+	for k, seen := range want {
+		if !seen {
+			t.Errorf("no finding %q in %s", k, out)
+		}
+	}
+	for _, f := range findings {
+		if f.Object == "NodePool/odd-spot-arm64-c7g" {
+			t.Errorf("c7g fits its rung, got %v", f)
+		}
+	}
+
+	code, out, _ = run(t, "", "lint", "-f", "testdata/bad-tag.yaml")
+	if code != ExitFindings || !strings.Contains(out, "baseline-conflict") {
+		t.Errorf("baseline conflict: exit %d, %s", code, out)
+	}
+}
+
+// hasLine says whether one line of out holds every part.
+func hasLine(out string, parts ...string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	objs, err := manifest.Load([]string{path}, nil)
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return string(objs[0].Raw)
+}

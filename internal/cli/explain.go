@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/poolsmith/poolsmith/internal/render"
+)
+
+func newExplainCommand() *cobra.Command {
+	var flags inputFlags
+	var object string
+	c := &cobra.Command{
+		Use:   "explain -f PATH [--object KIND/NAME]",
+		Short: "Show every generated field with its value and where it came from",
+		Long: `Print each field of each generated object with its value and origin:
+karpenter-default, baseline, profile:<Name>, class or computed:<what>. Paths are
+JSONPath-like; map entries and list items are named by key, e.g.
+spec.template.spec.requirements[kubernetes.io/arch].`,
+		Example: `  poolsmith explain -f config/samples/ --object NodePool/ci-spot-amd64
+  poolsmith explain -f config/samples/ --object gpu -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := flags.checkOutput("", "table", "json"); err != nil {
+				return err
+			}
+			in, err := loadInput(flags.files, c.InOrStdin(), c.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			results, err := in.renderAll()
+			if err != nil {
+				return err
+			}
+			var fields render.Provenance
+			for _, r := range results {
+				for _, f := range r.Provenance {
+					if matchesObject(f.Object, object) {
+						fields = append(fields, f)
+					}
+				}
+			}
+			if object != "" && len(fields) == 0 {
+				return inputError{fmt.Sprintf("--object %s: no generated object has that name", object)}
+			}
+			if flags.output == "json" {
+				b, err := json.MarshalIndent(fields, "", "  ")
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(c.OutOrStdout(), "%s\n", b)
+				return err
+			}
+			w := tabwriter.NewWriter(c.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(w, "OBJECT\tPATH\tVALUE\tORIGIN")
+			for _, f := range fields {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", f.Object, f.Path, oneLine(f.Value), f.Origin)
+			}
+			return w.Flush()
+		},
+	}
+	flags.register(c, "table (default) or json")
+	c.Flags().StringVar(&object, "object", "", "only this object: KIND/NAME, or NAME for every kind with that name")
+	return c
+}
+
+// matchesObject matches KIND/NAME exactly (kind case-insensitively), or NAME alone.
+func matchesObject(object, filter string) bool {
+	if filter == "" {
+		return true
+	}
+	kind, name, _ := strings.Cut(object, "/")
+	if fk, fn, ok := strings.Cut(filter, "/"); ok {
+		return strings.EqualFold(fk, kind) && fn == name
+	}
+	return filter == name
+}
+
+func oneLine(s string) string {
+	const max = 80
+	s = strings.ReplaceAll(s, "\n", `\n`)
+	if len(s) > max {
+		return s[:max-3] + "..."
+	}
+	return s
+}

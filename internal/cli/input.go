@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/lint"
+	"github.com/poolsmith/poolsmith/internal/manifest"
+	"github.com/poolsmith/poolsmith/internal/render"
+)
+
+// input is the Baselines and WorkloadClasses read from -f paths.
+type input struct {
+	baselines map[string]*v1alpha1.Baseline
+	classes   []*v1alpha1.WorkloadClass
+	// where names each object's file and document, by KIND/NAME.
+	where map[string]string
+}
+
+// inputError is invalid input: every message names the file, the object and the field.
+type inputError []string
+
+func (e inputError) Error() string { return strings.Join(e, "\n") }
+
+// loadInput reads and strictly decodes Poolsmith objects; other kinds are skipped with a
+// warning on stderr.
+func loadInput(paths []string, stdin io.Reader, stderr io.Writer) (*input, error) {
+	if len(paths) == 0 {
+		return nil, usageError{fmt.Errorf("no input: give -f PATH (a file, a directory or - for stdin)")}
+	}
+	objs, err := manifest.Load(paths, stdin)
+	if err != nil {
+		return nil, inputError{err.Error()}
+	}
+	in := &input{baselines: map[string]*v1alpha1.Baseline{}, where: map[string]string{}}
+	var errs inputError
+	for _, o := range objs {
+		if o.GroupVersionKind().GroupVersion() != v1alpha1.GroupVersion {
+			fmt.Fprintf(stderr, "warning: %s: ignoring %s, not a poolsmith.dev/v1alpha1 object\n", o.Where(), o.GetAPIVersion())
+			continue
+		}
+		key := o.GetKind() + "/" + o.GetName()
+		if _, dup := in.where[key]; dup {
+			errs = append(errs, fmt.Sprintf("%s: duplicate %s, also in %s", o.Where(), key, in.where[key]))
+			continue
+		}
+		in.where[key] = o.Where()
+		switch o.GetKind() {
+		case "Baseline":
+			b := &v1alpha1.Baseline{}
+			if err := o.Into(b); err != nil {
+				errs = append(errs, err.Error())
+				continue
+			}
+			in.baselines[b.Name] = b
+		case "WorkloadClass":
+			wc := &v1alpha1.WorkloadClass{}
+			if err := o.Into(wc); err != nil {
+				errs = append(errs, err.Error())
+				continue
+			}
+			in.classes = append(in.classes, wc)
+		default:
+			fmt.Fprintf(stderr, "warning: %s: ignoring unknown kind %s\n", o.Where(), o.GetKind())
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	sort.Slice(in.classes, func(i, j int) bool { return in.classes[i].Name < in.classes[j].Name })
+	return in, nil
+}
+
+// baselineName is the Baseline a class uses.
+func baselineName(wc *v1alpha1.WorkloadClass) string {
+	if wc.Spec.BaselineRef != nil && wc.Spec.BaselineRef.Name != "" {
+		return wc.Spec.BaselineRef.Name
+	}
+	return v1alpha1.DefaultBaselineName
+}
+
+// renderEach renders every class, keeping each class's error.
+func (in *input) renderEach() []lint.Class {
+	out := make([]lint.Class, 0, len(in.classes))
+	for _, wc := range in.classes {
+		c := lint.Class{Class: wc, Baseline: in.baselines[baselineName(wc)]}
+		if c.Baseline == nil {
+			c.Err = fmt.Errorf("spec.baselineRef: Baseline %q is not in the input", baselineName(wc))
+		} else {
+			c.Result, c.Err = render.Render(c.Baseline, wc, render.Options{})
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// renderAll renders every class; it fails with every class's errors, each naming its file.
+func (in *input) renderAll() ([]*render.Result, error) {
+	var out []*render.Result
+	var errs inputError
+	for _, c := range in.renderEach() {
+		where := in.where["WorkloadClass/"+c.Class.Name]
+		var rerrs render.Errors
+		switch {
+		case errors.As(c.Err, &rerrs):
+			for _, e := range rerrs {
+				errs = append(errs, fmt.Sprintf("%s: %s (%s)", where, e.Error(), e.Reason))
+			}
+		case c.Err != nil:
+			errs = append(errs, fmt.Sprintf("%s: %v", where, c.Err))
+		default:
+			out = append(out, c.Result)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return out, nil
+}

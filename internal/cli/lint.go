@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/poolsmith/poolsmith/internal/lint"
+)
+
+func newLintCommand() *cobra.Command {
+	var flags inputFlags
+	c := &cobra.Command{
+		Use:   "lint -f PATH [-f PATH ...]",
+		Short: "Check classes across rungs and classes for mistakes Karpenter accepts silently",
+		Long: `Render every class and check: overlapping rungs; classes that can take the same
+pods with overlapping weight bands; rungs that select no instance type; Baseline labels
+or tags a class contradicts; taints pods must tolerate; fallback expiry without a
+terminationGracePeriod. Each finding is an error or a warning, one a line. Exits 1 when
+there is an error.`,
+		Example: `  poolsmith lint -f config/samples/
+  poolsmith lint -f classes/ -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := flags.checkOutput("", "text", "json"); err != nil {
+				return err
+			}
+			in, err := loadInput(flags.files, c.InOrStdin(), c.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			findings := lint.Lint(in.renderEach())
+			out := c.OutOrStdout()
+			if flags.output == "json" {
+				if findings == nil {
+					findings = []lint.Finding{}
+				}
+				b, err := json.MarshalIndent(findings, "", "  ")
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "%s\n", b)
+			} else {
+				w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+				for _, f := range findings {
+					fmt.Fprintln(w, f.String())
+				}
+				if err := w.Flush(); err != nil {
+					return err
+				}
+				errs := 0
+				for _, f := range findings {
+					if f.Severity == lint.Error {
+						errs++
+					}
+				}
+				fmt.Fprintf(c.ErrOrStderr(), "%d classes, %d errors, %d warnings\n", len(in.classes), errs, len(findings)-errs)
+			}
+			if lint.HasErrors(findings) {
+				return exitError{ExitFindings}
+			}
+			return nil
+		},
+	}
+	flags.register(c, "text (default) or json")
+	return c
+}

@@ -1,0 +1,324 @@
+// Package lint checks rendered NodePool families across rungs and classes for the
+// mistakes Karpenter accepts silently: overlapping rungs, classes that compete for the
+// same pods with overlapping weights, shapes that select no instance type, Baseline
+// contradictions and taints pods will not tolerate. It is pure, like the renderer.
+package lint
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/scheduling"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/render"
+)
+
+// Severity of a finding: errors fail lint, warnings do not.
+type Severity string
+
+const (
+	Error   Severity = "error"
+	Warning Severity = "warning"
+)
+
+// Checks, by the name findings carry.
+const (
+	CheckInvalidSpec        = "invalid-spec"
+	CheckBaselineConflict   = "baseline-conflict"
+	CheckRungOverlap        = "rung-overlap"
+	CheckClassOverlap       = "class-overlap"
+	CheckSelectsNothing     = "selects-nothing"
+	CheckNameCollision      = "name-collision"
+	CheckTolerationNeeded   = "toleration-needed"
+	CheckGPUUntainted       = "gpu-untainted"
+	CheckFallbackWithoutTGP = "fallback-without-grace-period"
+)
+
+// Finding is one problem.
+type Finding struct {
+	Severity Severity `json:"severity"`
+	// Object is KIND/NAME of the WorkloadClass or generated object concerned.
+	Object  string `json:"object"`
+	Check   string `json:"check"`
+	Message string `json:"message"`
+}
+
+func (f Finding) String() string {
+	return fmt.Sprintf("%s\t%s\t%s\t%s", f.Severity, f.Object, f.Check, f.Message)
+}
+
+// Class is one class to lint: its render, or the error that stopped it.
+type Class struct {
+	Class    *v1alpha1.WorkloadClass
+	Baseline *v1alpha1.Baseline
+	Result   *render.Result
+	Err      error
+}
+
+// HasErrors says whether any finding is an error.
+func HasErrors(findings []Finding) bool {
+	for _, f := range findings {
+		if f.Severity == Error {
+			return true
+		}
+	}
+	return false
+}
+
+// Lint runs every check; findings are sorted by object, then check.
+func Lint(classes []Class) []Finding {
+	var findings []Finding
+	add := func(sev Severity, object, check, format string, args ...any) {
+		findings = append(findings, Finding{Severity: sev, Object: object, Check: check, Message: fmt.Sprintf(format, args...)})
+	}
+	var ok []Class
+	for _, c := range classes {
+		obj := "WorkloadClass/" + c.Class.Name
+		if c.Err != nil {
+			if errs, isRender := c.Err.(render.Errors); isRender {
+				for _, e := range errs {
+					check := CheckInvalidSpec
+					if e.Reason == v1alpha1.ReasonBaselineConflict {
+						check = CheckBaselineConflict
+					}
+					add(Error, obj, check, "%s", e.Error())
+				}
+			} else {
+				add(Error, obj, CheckInvalidSpec, "%v", c.Err)
+			}
+			continue
+		}
+		ok = append(ok, c)
+		checkRungOverlap(c, add)
+		checkSelectsNothing(c, add)
+		checkTaints(c, add)
+		checkFallback(c, add)
+	}
+	checkNameCollisions(ok, add)
+	checkClassOverlap(ok, add)
+	sort.SliceStable(findings, func(i, j int) bool {
+		if findings[i].Object != findings[j].Object {
+			return findings[i].Object < findings[j].Object
+		}
+		return findings[i].Check < findings[j].Check
+	})
+	return findings
+}
+
+type adder func(sev Severity, object, check, format string, args ...any)
+
+func requirements(np *karpv1.NodePool) scheduling.Requirements {
+	return scheduling.NewNodeSelectorRequirementsWithMinValues(np.Spec.Template.Spec.Requirements...)
+}
+
+// checkRungOverlap: no node may match two rungs of one class.
+func checkRungOverlap(c Class, add adder) {
+	pools := c.Result.NodePools
+	for i := range pools {
+		for j := i + 1; j < len(pools); j++ {
+			if requirements(pools[i]).Intersects(requirements(pools[j])) == nil {
+				add(Error, "WorkloadClass/"+c.Class.Name, CheckRungOverlap, "rungs %s and %s overlap: a node can match both", pools[i].Name, pools[j].Name)
+			}
+		}
+	}
+}
+
+// hardTaints are the taints that keep pods off a node, by key:effect.
+func hardTaints(np *karpv1.NodePool) map[string]corev1.Taint {
+	out := map[string]corev1.Taint{}
+	for _, t := range np.Spec.Template.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			out[t.Key+":"+string(t.Effect)] = t
+		}
+	}
+	return out
+}
+
+func sameKeys(a, b map[string]corev1.Taint) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func band(r *render.Result) (lo, hi int32) {
+	lo, hi = 101, 0
+	for _, rung := range r.Rungs {
+		lo, hi = min(lo, rung.Weight), max(hi, rung.Weight)
+	}
+	return lo, hi
+}
+
+// checkClassOverlap: classes that can take the same pods (no distinguishing taint and
+// intersecting requirements) must sit in separate weight bands, or the order in which
+// Karpenter tries them is decided by name.
+func checkClassOverlap(classes []Class, add adder) {
+	for i := range classes {
+		for j := i + 1; j < len(classes); j++ {
+			a, b := classes[i], classes[j]
+			if len(a.Result.NodePools) == 0 || len(b.Result.NodePools) == 0 {
+				continue
+			}
+			if !sameKeys(hardTaints(a.Result.NodePools[0]), hardTaints(b.Result.NodePools[0])) {
+				continue
+			}
+			ra, rb, shared := overlappingRungs(a.Result.NodePools, b.Result.NodePools)
+			if !shared {
+				continue
+			}
+			alo, ahi := band(a.Result)
+			blo, bhi := band(b.Result)
+			if alo <= bhi && blo <= ahi {
+				add(Warning, "WorkloadClass/"+a.Class.Name, CheckClassOverlap,
+					"can take the same pods as class %s (no distinguishing taint; rungs %s and %s intersect) and their weight bands %d-%d and %d-%d overlap: give them separate weighting.ceiling bands",
+					b.Class.Name, ra, rb, alo, ahi, blo, bhi)
+			}
+		}
+	}
+}
+
+func overlappingRungs(a, b []*karpv1.NodePool) (string, string, bool) {
+	for _, x := range a {
+		for _, y := range b {
+			if requirements(x).Intersects(requirements(y)) == nil {
+				return x.Name, y.Name, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// checkNameCollisions: two classes must not render NodePools of the same name.
+func checkNameCollisions(classes []Class, add adder) {
+	owner := map[string]string{}
+	for _, c := range classes {
+		for _, np := range c.Result.NodePools {
+			if other, ok := owner[np.Name]; ok && other != c.Class.Name {
+				add(Error, "NodePool/"+np.Name, CheckNameCollision, "rendered by both class %s and class %s", other, c.Class.Name)
+				continue
+			}
+			owner[np.Name] = c.Class.Name
+		}
+	}
+}
+
+// checkTaints: pods must tolerate a class's taints; a GPU class should keep other pods off.
+func checkTaints(c Class, add adder) {
+	obj := "WorkloadClass/" + c.Class.Name
+	if len(c.Result.NodePools) == 0 {
+		return
+	}
+	taints := hardTaints(c.Result.NodePools[0])
+	if c.Result.Profile == v1alpha1.ProfileGPU {
+		if _, ok := taints[render.GPUTaintKey+":"+string(corev1.TaintEffectNoSchedule)]; !ok {
+			add(Warning, obj, CheckGPUUntainted, "GPU nodes are not tainted %s:NoSchedule, so pods that need no GPU can land on them and keep them up", render.GPUTaintKey)
+		}
+	}
+	for _, k := range sortedKeys(taints) {
+		t := taints[k]
+		msg := fmt.Sprintf("pods need a toleration for %s=%s:%s to land on this class", t.Key, t.Value, t.Effect)
+		if t.Key == render.GPUTaintKey {
+			msg += " (added automatically to pods that request nvidia.com/gpu only where the ExtendedResourceToleration admission plugin is enabled)"
+		}
+		add(Warning, obj, CheckTolerationNeeded, "%s", msg)
+	}
+}
+
+// checkFallback: a shorter fallback expiry without a terminationGracePeriod can leave
+// expiring nodes draining forever behind a PodDisruptionBudget.
+func checkFallback(c Class, add adder) {
+	for i, rung := range c.Result.Rungs {
+		np := c.Result.NodePools[i]
+		if rung.Fallback && np.Spec.Template.Spec.TerminationGracePeriod == nil &&
+			np.Spec.Template.Spec.ExpireAfter.Duration != nil && c.Result.NodePools[0].Spec.Template.Spec.ExpireAfter.Duration != nil &&
+			*np.Spec.Template.Spec.ExpireAfter.Duration < *c.Result.NodePools[0].Spec.Template.Spec.ExpireAfter.Duration {
+			add(Warning, "WorkloadClass/"+c.Class.Name, CheckFallbackWithoutTGP,
+				"fallback rungs expire after %s but no terminationGracePeriod bounds their drain; set spec.terminationGracePeriod", np.Spec.Template.Spec.ExpireAfter.String())
+			return
+		}
+	}
+}
+
+// familyName parses an instance family the way Karpenter's AWS labels derive category and
+// generation from the type name: letters, then the generation digits, then attributes.
+var familyName = regexp.MustCompile(`^([a-z]+)(\d+)([a-z0-9-]*)$`)
+
+type familyFacts struct {
+	category   string
+	generation int
+	arm64      bool
+}
+
+func parseFamily(family string) (familyFacts, bool) {
+	m := familyName.FindStringSubmatch(family)
+	if m == nil {
+		return familyFacts{}, false
+	}
+	gen, _ := strconv.Atoi(m[2])
+	// Graviton families carry a "g" among their attributes (m7g, c6gn, x2gd, g5g); a1 is
+	// the first Graviton.
+	return familyFacts{category: m[1], generation: gen, arm64: strings.Contains(m[3], "g") || family == "a1"}, true
+}
+
+// checkSelectsNothing finds rungs whose requirements contradict each other through what
+// a family name implies: category, generation and architecture.
+func checkSelectsNothing(c Class, add adder) {
+	for i, np := range c.Result.NodePools {
+		rung := c.Result.Rungs[i]
+		reqs := requirements(np)
+		obj := "NodePool/" + np.Name
+		if rung.CapacityType == v1alpha1.CapacityTypeReserved && c.Baseline != nil && len(c.Baseline.Spec.NodeClass.CapacityReservationSelectorTerms) == 0 {
+			add(Error, obj, CheckSelectsNothing, "capacity type reserved needs capacityReservationSelectorTerms in Baseline %s", c.Baseline.Name)
+		}
+		families := reqs.Get(render.LabelInstanceFamily)
+		if families.Operator() != corev1.NodeSelectorOpIn {
+			continue
+		}
+		var possible []string
+		for _, f := range families.Values() {
+			facts, ok := parseFamily(f)
+			if !ok {
+				possible = append(possible, f) // unknown naming: give it the benefit of the doubt
+				continue
+			}
+			var why []string
+			if !reqs.Get(render.LabelInstanceCategory).Has(facts.category) {
+				why = append(why, fmt.Sprintf("category %s is not allowed", facts.category))
+			}
+			if !reqs.Get(render.LabelInstanceGeneration).Has(strconv.Itoa(facts.generation)) {
+				why = append(why, fmt.Sprintf("generation %d is below the floor", facts.generation))
+			}
+			if arch := map[bool]string{true: "arm64", false: "amd64"}[facts.arm64]; !reqs.Get(corev1.LabelArchStable).Has(arch) {
+				why = append(why, fmt.Sprintf("it is %s", arch))
+			}
+			if len(why) == 0 {
+				possible = append(possible, f)
+			} else if rung.SliceKind == render.SliceFamily || len(families.Values()) == 1 {
+				add(Error, obj, CheckSelectsNothing, "family %s can never match: %s", f, strings.Join(why, ", "))
+			}
+		}
+		if len(possible) == 0 && rung.SliceKind != render.SliceFamily && len(families.Values()) > 1 {
+			add(Error, obj, CheckSelectsNothing, "none of families %v can match the rung's other requirements", families.Values())
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,69 @@
+package render_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/poolsmith/poolsmith/internal/manifest"
+	"github.com/poolsmith/poolsmith/internal/testenv"
+)
+
+var env *testenv.Env
+
+// TestAcceptance runs the Ginkgo specs that need the real control plane.
+func TestAcceptance(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Rendered objects against Karpenter's real CRDs")
+}
+
+var _ = BeforeSuite(func() {
+	var err error
+	env, err = testenv.Start()
+	Expect(err).NotTo(HaveOccurred())
+})
+
+var _ = AfterSuite(func() {
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+var _ = Describe("Golden objects", func() {
+	It("are all accepted by Karpenter's CRDs with a server-side dry run", func() {
+		files, err := filepath.Glob(filepath.Join(goldenDir, "*.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(files).To(HaveLen(7))
+		accepted := 0
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			Expect(err).NotTo(HaveOccurred())
+			objs, err := manifest.Decode(f, bytes.NewReader(data))
+			Expect(err).NotTo(HaveOccurred())
+			for _, o := range objs {
+				err := env.Client.Patch(context.Background(), o.Unstructured, client.Apply,
+					client.FieldOwner("poolsmith"), client.DryRunAll, client.ForceOwnership)
+				Expect(err).NotTo(HaveOccurred(), "%s", o.Where())
+				accepted++
+			}
+		}
+		Expect(accepted).To(BeNumerically(">=", 7+16))
+	})
+
+	It("would be rejected if they broke Karpenter's rules (the dry run really validates)", func() {
+		objs, err := manifest.Load([]string{filepath.Join(goldenDir, "sample-ci.yaml")}, nil)
+		Expect(err).NotTo(HaveOccurred())
+		np := objs[1].Unstructured
+		Expect(np.GetKind()).To(Equal("NodePool"))
+		Expect(unstructured.SetNestedField(np.Object, int64(101), "spec", "weight")).To(Succeed())
+		err = env.Client.Patch(context.Background(), np, client.Apply, client.FieldOwner("poolsmith"), client.DryRunAll, client.ForceOwnership)
+		Expect(err).To(MatchError(ContainSubstring("spec.weight")))
+	})
+})

@@ -1,0 +1,85 @@
+package render_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"regexp"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/render"
+)
+
+// FuzzRender feeds arbitrary WorkloadClass specs (as JSON) to the renderer. Render must
+// never panic, and whatever it accepts must have distinct weights in 1..100, valid rung
+// names, and every Baseline-only field and mandatory Baseline tag and label intact.
+func FuzzRender(f *testing.F) {
+	classes, _ := goldenInputs(f)
+	for _, wc := range classes {
+		seed, err := json.Marshal(wc.Spec)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add("fuzz", seed)
+	}
+	f.Add("x", []byte(`{"consistency":"Family","instances":{"families":["a","b","c","d","e","f","g","h","i","j","k"]}}`))
+	f.Add("long", []byte(`{"capacityTypes":["spot","on-demand","reserved"],"weighting":{"ceiling":6}}`))
+	f.Add("weird", []byte(`{"instances":{"cpu":{"min":8,"max":2},"memory":{"min":"1Ki"}},"nodeClass":{"kubelet":{"maxPods":"x"}}}`))
+
+	b := baseline()
+	dns := regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+	f.Fuzz(func(t *testing.T, name string, spec []byte) {
+		wc := &v1alpha1.WorkloadClass{}
+		if json.Unmarshal(spec, &wc.Spec) != nil || len(validation.IsDNS1123Subdomain(name)) > 0 || len(name) > 63 {
+			return
+		}
+		wc.Name = name
+		res, err := render.Render(b, wc, render.Options{})
+		if err != nil {
+			if _, ok := err.(render.Errors); !ok {
+				t.Fatalf("render returned %T, want render.Errors: %v", err, err)
+			}
+			return
+		}
+		seen := map[int32]string{}
+		for i, np := range res.NodePools {
+			w := *np.Spec.Weight
+			if w < 1 || w > 100 {
+				t.Errorf("rung %s weight %d outside 1..100", np.Name, w)
+			}
+			if other, dup := seen[w]; dup {
+				t.Errorf("rungs %s and %s share weight %d", other, np.Name, w)
+			}
+			seen[w] = np.Name
+			if len(np.Name) > 63 || !dns.MatchString(np.Name) {
+				t.Errorf("invalid rung name %q", np.Name)
+			}
+			if res.Rungs[i].Name != np.Name {
+				t.Errorf("rung %d: %s != %s", i, res.Rungs[i].Name, np.Name)
+			}
+			for k, v := range b.Spec.NodePool.Labels {
+				if np.Spec.Template.Labels[k] != v {
+					t.Errorf("rung %s lost Baseline label %s", np.Name, k)
+				}
+			}
+		}
+		got, want := res.NodeClass.Spec, b.Spec.NodeClass
+		if got.Role != want.Role || got.InstanceProfile != nil ||
+			!reflect.DeepEqual(got.SubnetSelectorTerms, want.SubnetSelectorTerms) ||
+			!reflect.DeepEqual(got.SecurityGroupSelectorTerms, want.SecurityGroupSelectorTerms) ||
+			*got.MetadataOptions.HTTPTokens != *want.MetadataOptions.HTTPTokens ||
+			*got.MetadataOptions.HTTPPutResponseHopLimit != *want.MetadataOptions.HTTPPutResponseHopLimit {
+			t.Errorf("Baseline-only fields changed: %+v", got)
+		}
+		for k, v := range want.Tags {
+			if got.Tags[k] != v {
+				t.Errorf("Baseline tag %s = %q, want %q", k, got.Tags[k], v)
+			}
+		}
+		if root := got.BlockDeviceMappings[0].EBS; !*root.Encrypted || *root.KMSKeyID != *want.BlockDeviceMappings[0].EBS.KMSKeyID {
+			t.Errorf("root volume lost the Baseline's encryption: %+v", root)
+		}
+	})
+}

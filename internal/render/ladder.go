@@ -1,0 +1,96 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+)
+
+// MaxRungs is the most NodePools one class may render.
+const MaxRungs = 20
+
+// DefaultCeiling is the highest weight of a class that sets no weighting.ceiling.
+const DefaultCeiling int32 = 100
+
+// maxNameLength is the longest rung name; longer names are shortened with a hash.
+const maxNameLength = 63
+
+// SliceKind says what a rung is pinned to beyond capacity type and architecture.
+type SliceKind string
+
+const (
+	SliceNone   SliceKind = ""
+	SliceFamily SliceKind = "family"
+	SliceType   SliceKind = "type"
+)
+
+// Rung is one NodePool of a class's ladder.
+type Rung struct {
+	Name         string
+	Weight       int32
+	CapacityType v1alpha1.CapacityType
+	Arch         v1alpha1.Architecture
+	SliceKind    SliceKind
+	// Slice is the family or instance type the rung is pinned to.
+	Slice string
+	// Fallback is true when the rung's capacity type is not the class's first choice.
+	Fallback bool
+}
+
+// ladder returns the rungs in preference order: capacity types outermost, then
+// architectures, then slices.
+func ladder(class string, capacityTypes []v1alpha1.CapacityType, archs []v1alpha1.Architecture, kind SliceKind, slices []string) []Rung {
+	if kind == SliceNone {
+		slices = []string{""}
+	}
+	var rungs []Rung
+	for i, ct := range capacityTypes {
+		for _, arch := range archs {
+			for _, s := range slices {
+				rungs = append(rungs, Rung{
+					Name:         RungName(class, ct, arch, s),
+					CapacityType: ct,
+					Arch:         arch,
+					SliceKind:    kind,
+					Slice:        s,
+					Fallback:     i > 0,
+				})
+			}
+		}
+	}
+	return rungs
+}
+
+// RungName is <class>-<capacity>-<arch>[-<slice, dots as dashes>]. A name over 63
+// characters keeps its first 54 and appends "-" and the first 8 hex digits of the SHA-256
+// of the full name, so it stays unique and stable.
+func RungName(class string, ct v1alpha1.CapacityType, arch v1alpha1.Architecture, slice string) string {
+	name := fmt.Sprintf("%s-%s-%s", class, ct, arch)
+	if slice != "" {
+		name += "-" + strings.ReplaceAll(slice, ".", "-")
+	}
+	return ShortenName(name)
+}
+
+// ShortenName applies the 63-character hash rule.
+func ShortenName(name string) string {
+	if len(name) <= maxNameLength {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return name[:54] + "-" + hex.EncodeToString(sum[:])[:8]
+}
+
+// assignStaticWeights gives rungs ceiling, ceiling-1, ... in ladder order.
+func assignStaticWeights(rungs []Rung, ceiling int32) error {
+	if lowest := ceiling - int32(len(rungs)) + 1; lowest < 1 {
+		return fmt.Errorf("ceiling %d leaves no room for %d rungs with distinct weights of at least 1; raise it to at least %d", ceiling, len(rungs), len(rungs))
+	}
+	for i := range rungs {
+		rungs[i].Weight = ceiling - int32(i)
+	}
+	return nil
+}
