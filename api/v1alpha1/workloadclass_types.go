@@ -412,7 +412,12 @@ type WorkloadClassStatus struct {
 	// +optional
 	PoolCount int32 `json:"poolCount,omitempty"`
 
-	// nodePools are the rendered NodePools, in ladder order.
+	// driftNotice names the objects whose last applied change makes Karpenter replace
+	// nodes (will drift), or may do so once selectors resolve differently (may drift).
+	// +optional
+	DriftNotice string `json:"driftNotice,omitempty"`
+
+	// nodePools are the rendered NodePools, in ladder order, then any being retired.
 	// +listType=map
 	// +listMapKey=name
 	// +optional

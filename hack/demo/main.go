@@ -1,12 +1,14 @@
 // Command demo is what `make demo` runs: it starts a real kube-apiserver and etcd (built
-// by hack/envtest.sh), installs Poolsmith's and Karpenter's CRDs, applies
-// config/samples/, and reports what the API server accepted. DEMO_HOLD=1 keeps the control
-// plane running and prints a kubeconfig for kubectl.
+// by hack/envtest.sh) with Poolsmith's and Karpenter's CRDs, runs the manager in-process,
+// applies config/samples/, waits until every class is Synced and prints the classes and
+// the NodePools they produced. DEMO_HOLD=1 keeps it running and prints a kubeconfig.
+// DEMO_LOG=1 shows the manager's logs.
 package main
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -21,8 +23,16 @@ func main() {
 	if err := demo.Run(ctx, os.Stdout, demo.Options{
 		SamplesDir: filepath.Join("config", "samples"),
 		Hold:       os.Getenv("DEMO_HOLD") == "1",
+		Log:        logWriter(),
 	}); err != nil {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+func logWriter() io.Writer {
+	if os.Getenv("DEMO_LOG") == "1" {
+		return os.Stderr
+	}
+	return nil
 }

@@ -62,6 +62,11 @@ workload needs) into fully expanded Karpenter NodePools and EC2NodeClasses.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRenderCommand(), newExplainCommand(), newLintCommand())
+	manager := newManagerCommand()
+	root.AddCommand(manager, newRenderCommand(), newExplainCommand(), newLintCommand(), newDiffCommand())
+	// With no command, poolsmith runs the manager, with the manager's flags.
+	root.Flags().AddFlagSet(manager.Flags())
+	root.Args = cobra.NoArgs
+	root.RunE = manager.RunE
 	return root
 }

@@ -38,6 +38,8 @@ type Rung struct {
 	Slice string
 	// Fallback is true when the rung's capacity type is not the class's first choice.
 	Fallback bool
+	// WeightReason says in one line why the rung has its weight.
+	WeightReason string
 }
 
 // ladder returns the rungs in preference order: capacity types outermost, then
@@ -91,6 +93,7 @@ func assignStaticWeights(rungs []Rung, ceiling int32) error {
 	}
 	for i := range rungs {
 		rungs[i].Weight = ceiling - int32(i)
+		rungs[i].WeightReason = fmt.Sprintf("Static, rung %d of %d in preference order", i+1, len(rungs))
 	}
 	return nil
 }

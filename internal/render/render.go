@@ -510,6 +510,11 @@ func (r *renderer) ladder(t *template) []Rung {
 		r.invalid("spec.weighting.ceiling", err.Error())
 		return nil
 	}
+	if w := r.class.Spec.Weighting; w != nil && w.Strategy != "" && w.Strategy != v1alpha1.WeightingStatic {
+		for i := range rungs {
+			rungs[i].WeightReason = fmt.Sprintf("%s needs the cost model, not available yet; %s", w.Strategy, rungs[i].WeightReason)
+		}
+	}
 	return rungs
 }
 

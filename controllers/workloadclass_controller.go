@@ -1,0 +1,262 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/render"
+)
+
+// FieldManager is the one server-side apply field manager Poolsmith writes children with.
+const FieldManager = "poolsmith"
+
+// BaselineIndex indexes WorkloadClasses by the name of the Baseline they use.
+const BaselineIndex = "spec.baselineRef.name"
+
+// conflictRequeue is how soon a class blocked by a foreign object looks again: objects
+// Poolsmith does not own carry no label its cache selects, so no event announces their
+// removal.
+const conflictRequeue = time.Minute
+
+// deletionRequeue bounds the wait for children that Karpenter's finalizers hold.
+const deletionRequeue = 10 * time.Second
+
+// WorkloadClassReconciler keeps each WorkloadClass's EC2NodeClass and NodePool ladder in
+// sync with its render.
+type WorkloadClassReconciler struct {
+	client.Client
+	// APIReader reads past the cache, which holds only labelled children, to find objects
+	// that would collide with a child before it is created.
+	APIReader               client.Reader
+	Recorder                events.EventRecorder
+	MaxConcurrentReconciles int
+}
+
+// +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses/status,verbs=get;patch
+// +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses/finalizers,verbs=update
+// +kubebuilder:rbac:groups=poolsmith.dev,resources=baselines,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile gets the class, handles deletion, resolves the Baseline, renders, applies,
+// prunes and writes status once.
+func (r *WorkloadClassReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	wc := &v1alpha1.WorkloadClass{}
+	if err := r.Get(ctx, req.NamespacedName, wc); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetClass(req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if !wc.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, wc)
+	}
+	if controllerutil.AddFinalizer(wc, v1alpha1.Finalizer) {
+		if err := r.Update(ctx, wc); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+		}
+	}
+
+	original := wc.DeepCopy()
+	result, err := r.sync(ctx, wc)
+	if serr := r.writeStatus(ctx, original, wc); serr != nil {
+		return ctrl.Result{}, errors.Join(err, serr)
+	}
+	return result, err
+}
+
+// sync renders the class and brings its children in line, recording the outcome in
+// wc.Status. It never changes children when the Baseline is missing or the spec is invalid.
+func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.WorkloadClass) (ctrl.Result, error) {
+	// Every outcome below replaces this; it stays only when the pass fails before one.
+	if c := meta.FindStatusCondition(wc.Status.Conditions, v1alpha1.ConditionSynced); c == nil || c.ObservedGeneration != wc.Generation {
+		setCondition(wc, v1alpha1.ConditionSynced, metav1.ConditionUnknown, v1alpha1.ReasonReconciling, fmt.Sprintf("generation %d is not applied yet", wc.Generation))
+	}
+	baseline := &v1alpha1.Baseline{}
+	name := BaselineName(wc)
+	if err := r.Get(ctx, client.ObjectKey{Name: name}, baseline); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, fmt.Errorf("getting Baseline %s: %w", name, err)
+		}
+		r.notSynced(wc, v1alpha1.ReasonBaselineNotFound, fmt.Sprintf("Baseline %q does not exist; existing children are left as they are until it does", name))
+		return ctrl.Result{}, nil // the Baseline watch brings the class back when it appears
+	}
+
+	live, err := r.children(ctx, wc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	res, err := render.Render(baseline, wc, render.Options{Usage: live.usage()})
+	if err != nil {
+		var rerrs render.Errors
+		if errors.As(err, &rerrs) {
+			r.notSynced(wc, rerrs.Reason(), rerrs.Error())
+			return ctrl.Result{}, reconcile.TerminalError(err)
+		}
+		return ctrl.Result{}, err
+	}
+	wc.Status.Profile = res.Profile
+	wc.Status.NodeClass = res.NodeClass.Name
+
+	out, err := r.apply(ctx, wc, res, live)
+	if err != nil {
+		r.notSynced(wc, v1alpha1.ReasonApplyFailed, err.Error())
+		return ctrl.Result{}, err
+	}
+	if drift := out.driftNotice(); drift != "" {
+		wc.Status.DriftNotice = drift
+	} else if out.changed {
+		wc.Status.DriftNotice = ""
+	}
+	if len(out.conflicts) > 0 {
+		// Nothing is pruned while the family is incomplete.
+		r.setRungs(wc, res, live, nil)
+		r.notSynced(wc, v1alpha1.ReasonOwnershipConflict, out.conflictMessage())
+		return ctrl.Result{RequeueAfter: conflictRequeue}, nil
+	}
+	retiring, err := r.prune(ctx, wc, res, live)
+	if err != nil {
+		r.notSynced(wc, v1alpha1.ReasonApplyFailed, err.Error())
+		return ctrl.Result{}, err
+	}
+	r.setRungs(wc, res, live, retiring)
+	r.synced(wc, res, live)
+	wc.Status.ObservedGeneration = wc.Generation
+	return ctrl.Result{}, nil
+}
+
+// finalize deletes the class's NodePools, then its EC2NodeClass, then lets the class go.
+// Under prunePolicy Orphan it releases them instead.
+func (r *WorkloadClassReconciler) finalize(ctx context.Context, wc *v1alpha1.WorkloadClass) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(wc, v1alpha1.Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	original := wc.DeepCopy()
+	live, err := r.children(ctx, wc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var waiting string
+	switch {
+	case wc.Spec.PrunePolicy == v1alpha1.PruneOrphan:
+		for _, obj := range live.objects() {
+			if err := r.orphan(ctx, wc, obj); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+	case len(live.nodePools) > 0:
+		for _, np := range live.nodePools {
+			if err := r.deleteChild(ctx, wc, np, "Deleting"); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		waiting = fmt.Sprintf("deleting %d NodePools (%s); the EC2NodeClass follows", len(live.nodePools), joinNames(live.nodePoolNames()))
+	case live.nodeClass != nil:
+		if err := r.deleteChild(ctx, wc, live.nodeClass, "Deleting"); err != nil {
+			return ctrl.Result{}, err
+		}
+		waiting = fmt.Sprintf("deleting EC2NodeClass %s", live.nodeClass.Name)
+	}
+	if waiting != "" {
+		setCondition(wc, v1alpha1.ConditionSynced, metav1.ConditionFalse, v1alpha1.ReasonDeleting, waiting)
+		if err := r.writeStatus(ctx, original, wc); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: deletionRequeue}, nil
+	}
+	controllerutil.RemoveFinalizer(wc, v1alpha1.Finalizer)
+	if err := r.Update(ctx, wc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	forgetClass(wc.Name)
+	return ctrl.Result{}, nil
+}
+
+func (r *WorkloadClassReconciler) writeStatus(ctx context.Context, original, wc *v1alpha1.WorkloadClass) error {
+	recordConditions(wc.Name, conditionStatuses(wc))
+	if equality.Semantic.DeepEqual(original.Status, wc.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, wc, client.MergeFrom(original)); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("writing status of WorkloadClass %s: %w", wc.Name, err))
+	}
+	return nil
+}
+
+// BaselineName is the Baseline a class uses: spec.baselineRef.name, or "default".
+func BaselineName(wc *v1alpha1.WorkloadClass) string {
+	if wc.Spec.BaselineRef != nil && wc.Spec.BaselineRef.Name != "" {
+		return wc.Spec.BaselineRef.Name
+	}
+	return v1alpha1.DefaultBaselineName
+}
+
+// specOrDeletion passes spec changes and the start of deletion, not status writes.
+var specOrDeletion = predicate.Or(predicate.GenerationChangedPredicate{}, predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
+	},
+})
+
+// SetupWithManager watches classes, their children, and the Baselines they reference.
+func (r *WorkloadClassReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("workloadclass").
+		For(&v1alpha1.WorkloadClass{}, builder.WithPredicates(specOrDeletion)).
+		Owns(&karpv1.NodePool{}).
+		Owns(&awsv1.EC2NodeClass{}).
+		Watches(&v1alpha1.Baseline{}, handler.EnqueueRequestsFromMapFunc(r.classesForBaseline),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		Complete(r)
+}
+
+func (r *WorkloadClassReconciler) classesForBaseline(ctx context.Context, obj client.Object) []reconcile.Request {
+	classes := &v1alpha1.WorkloadClassList{}
+	if err := r.List(ctx, classes, client.MatchingFields{BaselineIndex: obj.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing WorkloadClasses of Baseline", "baseline", obj.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, len(classes.Items))
+	for i, wc := range classes.Items {
+		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&wc)}
+	}
+	return reqs
+}
+
+// IndexBaselineName registers BaselineIndex.
+func IndexBaselineName(ctx context.Context, mgr ctrl.Manager) error {
+	return mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.WorkloadClass{}, BaselineIndex, func(o client.Object) []string {
+		return []string{BaselineName(o.(*v1alpha1.WorkloadClass))}
+	})
+}
+
+// event records an event on the class; related names the child it concerns, if any.
+func (r *WorkloadClassReconciler) event(wc *v1alpha1.WorkloadClass, related client.Object, eventtype, reason, action, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(wc, related, eventtype, reason, action, format, args...)
+	}
+}

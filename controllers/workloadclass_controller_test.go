@@ -1,0 +1,322 @@
+package controllers_test
+
+import (
+	"fmt"
+	"time"
+
+	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	"github.com/awslabs/operatorpkg/status"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+)
+
+func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }
+
+// appliesTotal sums poolsmith_applies_total for one result across kinds.
+func appliesTotal(result string) float64 {
+	families, err := metrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "poolsmith_applies_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" && l.GetValue() == result {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
+
+var _ = Describe("WorkloadClass controller", func() {
+	It("creates an EC2NodeClass and a NodePool ladder that Karpenter's CRDs accept, owned and labelled", func() {
+		create(newBaseline("create"), newClass("create", "create"))
+		wc := waitSynced("create")
+		Expect(wc.Status.PoolCount).To(BeNumerically("==", 2))
+		Expect(wc.Status.NodeClass).To(Equal("create"))
+		Expect(wc.Status.Profile).To(Equal(v1alpha1.ProfileGeneral))
+		Expect(wc.Status.NodePools).To(HaveLen(2))
+		Expect(wc.Status.NodePools[0].Name).To(Equal("create-spot-amd64"))
+		Expect(wc.Status.NodePools[0].Weight).To(BeNumerically("==", 100))
+		Expect(wc.Status.NodePools[1].CapacityType).To(Equal(v1alpha1.CapacityTypeOnDemand))
+		Expect(wc.Finalizers).To(ContainElement(v1alpha1.Finalizer))
+
+		nc := get(&awsv1.EC2NodeClass{}, "create")
+		np := get(&karpv1.NodePool{}, "create-spot-amd64")
+		for _, obj := range []client.Object{nc, np} {
+			Expect(metav1.IsControlledBy(obj, wc)).To(BeTrue(), obj.GetName())
+			Expect(obj.GetLabels()).To(HaveKeyWithValue(v1alpha1.LabelManagedBy, v1alpha1.ManagedByValue))
+			Expect(obj.GetLabels()).To(HaveKeyWithValue(v1alpha1.LabelClass, "create"))
+			Expect(obj.GetLabels()).NotTo(HaveKey("app.kubernetes.io/instance"), "never Argo CD's tracking label")
+			Expect(obj.GetAnnotations()).NotTo(HaveKey("argocd.argoproj.io/tracking-id"))
+			Expect(obj.GetManagedFields()).To(ContainElement(WithTransform(func(m metav1.ManagedFieldsEntry) string { return m.Manager + "/" + string(m.Operation) }, Equal("poolsmith/Apply"))))
+		}
+		Expect(np.Spec.Template.Spec.ExpireAfter.String()).To(Equal("720h0m0s"))
+		Expect(*np.Spec.Weight).To(BeNumerically("==", 100))
+		Expect(get(&karpv1.NodePool{}, "create-on-demand-amd64").Spec.Template.Spec.ExpireAfter.String()).To(Equal("24h0m0s"))
+		Eventually(func() int32 { return get(&v1alpha1.Baseline{}, "create").Status.Classes }).Should(BeNumerically("==", 1))
+	})
+
+	It("re-renders every class that references a Baseline when it changes", func() {
+		create(newBaseline("fanout"), newClass("fan-a", "fanout"), newClass("fan-b", "fanout"))
+		waitSynced("fan-a")
+		waitSynced("fan-b")
+		Eventually(func() int32 { return get(&v1alpha1.Baseline{}, "fanout").Status.Classes }).Should(BeNumerically("==", 2))
+
+		b := get(&v1alpha1.Baseline{}, "fanout")
+		b.Spec.NodeClass.Tags["team"] = "platform"
+		Expect(env.Client.Update(ctx, b)).To(Succeed())
+		for _, name := range []string{"fan-a", "fan-b"} {
+			Eventually(func() map[string]string { return get(&awsv1.EC2NodeClass{}, name).Spec.Tags }).Should(HaveKeyWithValue("team", "platform"))
+		}
+	})
+
+	It("reverts a hand edit to a generated field", func() {
+		create(newBaseline("edit"), newClass("edit", "edit"))
+		waitSynced("edit")
+		np := get(&karpv1.NodePool{}, "edit-spot-amd64")
+		np.Spec.Weight = ptr.To[int32](7)
+		np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("1h")
+		Expect(env.Client.Update(ctx, np)).To(Succeed())
+		Eventually(func() string {
+			got := get(&karpv1.NodePool{}, "edit-spot-amd64")
+			return fmt.Sprintf("%d %s", *got.Spec.Weight, got.Spec.Template.Spec.ExpireAfter.String())
+		}).Should(Equal("100 720h0m0s"))
+		// Reverting expireAfter changes Karpenter's template hash: its nodes drift, and status says so.
+		Eventually(func() string { return get(&v1alpha1.WorkloadClass{}, "edit").Status.DriftNotice }).
+			Should(Equal("NodePool/edit-spot-amd64 will drift: Karpenter replaces their nodes"))
+	})
+
+	DescribeTable("prunes a rung the class no longer renders",
+		func(policy v1alpha1.PrunePolicy) {
+			name := map[v1alpha1.PrunePolicy]string{"": "prune-default", v1alpha1.PruneDelete: "prune-delete", v1alpha1.PruneRetire: "prune-retire", v1alpha1.PruneOrphan: "prune-orphan"}[policy]
+			create(newBaseline(name), newClass(name, name, func(wc *v1alpha1.WorkloadClass) {
+				wc.Spec.PrunePolicy = policy
+				wc.Spec.Limits = cpu(64)
+			}))
+			waitSynced(name)
+			gone := name + "-on-demand-amd64"
+			wc := get(&v1alpha1.WorkloadClass{}, name)
+			wc.Spec.CapacityTypes = []v1alpha1.CapacityType{v1alpha1.CapacityTypeSpot}
+			Expect(env.Client.Update(ctx, wc)).To(Succeed())
+
+			switch policy {
+			case v1alpha1.PruneOrphan:
+				Eventually(func() map[string]string { return get(&karpv1.NodePool{}, gone).Labels }).ShouldNot(HaveKey(v1alpha1.LabelClass))
+				np := get(&karpv1.NodePool{}, gone)
+				Expect(np.OwnerReferences).To(BeEmpty())
+				Expect(np.Labels).NotTo(HaveKey(v1alpha1.LabelManagedBy))
+				Consistently(exists(&karpv1.NodePool{}, gone)).Should(BeTrue())
+			case v1alpha1.PruneRetire:
+				Eventually(func() string {
+					l := get(&karpv1.NodePool{}, gone).Spec.Limits[corev1.ResourceCPU]
+					return l.String()
+				}).Should(Equal("0"))
+				Eventually(func() string {
+					return get(&v1alpha1.WorkloadClass{}, name).Status.NodePools[len(wc.Spec.CapacityTypes)].Reason
+				}).Should(ContainSubstring("Retiring"))
+				Consistently(exists(&karpv1.NodePool{}, gone)).Should(BeTrue())
+				// Karpenter reports the rung's last node gone.
+				np := get(&karpv1.NodePool{}, gone)
+				np.Status.Nodes = ptr.To[int64](0)
+				Expect(env.Client.Status().Update(ctx, np)).To(Succeed())
+				Eventually(exists(&karpv1.NodePool{}, gone)).Should(BeFalse())
+			default:
+				Eventually(exists(&karpv1.NodePool{}, gone)).Should(BeFalse())
+			}
+			Expect(exists(&karpv1.NodePool{}, name+"-spot-amd64")()).To(BeTrue())
+			Eventually(func() int32 { return get(&v1alpha1.WorkloadClass{}, name).Status.PoolCount }).Should(BeNumerically("==", 1))
+		},
+		Entry("Delete (the default)", v1alpha1.PrunePolicy("")),
+		Entry("Delete", v1alpha1.PruneDelete),
+		Entry("Retire", v1alpha1.PruneRetire),
+		Entry("Orphan", v1alpha1.PruneOrphan),
+	)
+
+	It("never prunes or changes children while the Baseline is missing, and recovers when it is created", func() {
+		create(newBaseline("orphaned-base"), newClass("nobase", "orphaned-base"))
+		waitSynced("nobase")
+		Expect(env.Client.Delete(ctx, get(&v1alpha1.Baseline{}, "orphaned-base"))).To(Succeed())
+		Eventually(condition("nobase", v1alpha1.ConditionSynced)).Should(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonBaselineNotFound))
+
+		wc := get(&v1alpha1.WorkloadClass{}, "nobase")
+		wc.Spec.CapacityTypes = []v1alpha1.CapacityType{v1alpha1.CapacityTypeSpot}
+		Expect(env.Client.Update(ctx, wc)).To(Succeed())
+		Eventually(func() int64 {
+			return ptr.Deref(condition("nobase", v1alpha1.ConditionSynced)(), metav1.Condition{}).ObservedGeneration
+		}).Should(Equal(wc.Generation))
+		Expect(condition("nobase", v1alpha1.ConditionSynced)()).To(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonBaselineNotFound))
+		Consistently(nodePoolNames("nobase")).Should(ConsistOf("nobase-spot-amd64", "nobase-on-demand-amd64"))
+
+		create(newBaseline("orphaned-base"))
+		waitSynced("nobase")
+		Eventually(nodePoolNames("nobase")).Should(ConsistOf("nobase-spot-amd64"))
+	})
+
+	It("reports a missing Baseline for a new class and recovers once it exists", func() {
+		create(newClass("late", "late-base"))
+		Eventually(condition("late", v1alpha1.ConditionSynced)).Should(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonBaselineNotFound))
+		Expect(condition("late", v1alpha1.ConditionReady)()).To(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonNotSynced))
+		Expect(nodePoolNames("late")()).To(BeEmpty())
+		create(newBaseline("late-base"))
+		waitSynced("late")
+		Expect(nodePoolNames("late")()).To(HaveLen(2))
+	})
+
+	It("reports an invalid spec without touching children or retrying in a loop", func() {
+		create(newBaseline("invalid"), newClass("invalid", "invalid"))
+		waitSynced("invalid")
+		wc := get(&v1alpha1.WorkloadClass{}, "invalid")
+		wc.Spec.Consistency = v1alpha1.ConsistencyFamily // without families: admission accepts, render refuses
+		Expect(env.Client.Update(ctx, wc)).To(Succeed())
+		Eventually(condition("invalid", v1alpha1.ConditionSynced)).Should(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonInvalidSpec))
+		Expect(condition("invalid", v1alpha1.ConditionSynced)().Message).To(ContainSubstring("spec.consistency: Family needs spec.instances.families"))
+		rv := get(&v1alpha1.WorkloadClass{}, "invalid").ResourceVersion
+		Consistently(func() string { return get(&v1alpha1.WorkloadClass{}, "invalid").ResourceVersion }).Should(Equal(rv))
+		Expect(nodePoolNames("invalid")()).To(ConsistOf("invalid-spot-amd64", "invalid-on-demand-amd64"))
+
+		wc = get(&v1alpha1.WorkloadClass{}, "invalid")
+		wc.Spec.Instances = &v1alpha1.InstanceShape{Families: []string{"m7i"}}
+		Expect(env.Client.Update(ctx, wc)).To(Succeed())
+		waitSynced("invalid")
+		Eventually(nodePoolNames("invalid")).Should(ConsistOf("invalid-spot-amd64-m7i", "invalid-on-demand-amd64-m7i"))
+	})
+
+	It("leaves a colliding hand-written NodePool untouched and reports OwnershipConflict", func() {
+		foreign := &karpv1.NodePool{
+			ObjectMeta: metav1.ObjectMeta{Name: "collide-spot-amd64", Labels: map[string]string{"team": "hand-written"}},
+			Spec: karpv1.NodePoolSpec{
+				Weight: ptr.To[int32](3),
+				Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
+					NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
+					Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}},
+					ExpireAfter:  karpv1.MustParseNillableDuration("720h"),
+				}},
+				Disruption: karpv1.Disruption{ConsolidateAfter: karpv1.MustParseNillableDuration("0s"), ConsolidationPolicy: karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized},
+			},
+		}
+		create(foreign)
+		rv := get(&karpv1.NodePool{}, foreign.Name).ResourceVersion
+		create(newBaseline("collide"), newClass("collide", "collide"))
+		Eventually(condition("collide", v1alpha1.ConditionSynced)).Should(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonOwnershipConflict))
+		Expect(condition("collide", v1alpha1.ConditionSynced)().Message).To(ContainSubstring("NodePool/collide-spot-amd64"))
+		Consistently(func() string { return get(&karpv1.NodePool{}, foreign.Name).ResourceVersion }).Should(Equal(rv))
+		// The rest of the ladder is applied.
+		Expect(exists(&karpv1.NodePool{}, "collide-on-demand-amd64")()).To(BeTrue())
+	})
+
+	It("deletes a class's NodePools before its EC2NodeClass", func() {
+		create(newBaseline("delete"), newClass("delete", "delete"))
+		waitSynced("delete")
+		// Hold the NodePools the way Karpenter's termination finalizer does.
+		for _, name := range []string{"delete-spot-amd64", "delete-on-demand-amd64"} {
+			np := get(&karpv1.NodePool{}, name)
+			np.Finalizers = append(np.Finalizers, "test.poolsmith.dev/hold")
+			Expect(env.Client.Update(ctx, np)).To(Succeed())
+		}
+		Expect(env.Client.Delete(ctx, get(&v1alpha1.WorkloadClass{}, "delete"))).To(Succeed())
+		Eventually(func() bool { return get(&karpv1.NodePool{}, "delete-spot-amd64").DeletionTimestamp != nil }).Should(BeTrue())
+		Eventually(condition("delete", v1alpha1.ConditionSynced)).Should(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonDeleting))
+		Consistently(func() bool { return get(&awsv1.EC2NodeClass{}, "delete").DeletionTimestamp == nil }).Should(BeTrue(), "the EC2NodeClass must outlive its NodePools")
+
+		for _, name := range []string{"delete-spot-amd64", "delete-on-demand-amd64"} {
+			np := get(&karpv1.NodePool{}, name)
+			np.Finalizers = nil
+			Expect(env.Client.Update(ctx, np)).To(Succeed())
+		}
+		Eventually(exists(&awsv1.EC2NodeClass{}, "delete")).Should(BeFalse())
+		Eventually(exists(&v1alpha1.WorkloadClass{}, "delete")).Should(BeFalse())
+	})
+
+	It("reflects the children's Karpenter conditions in Ready, naming the failing child", func() {
+		create(newBaseline("ready"), newClass("ready", "ready"))
+		waitSynced("ready")
+		Expect(condition("ready", v1alpha1.ConditionReady)()).To(haveCondition(metav1.ConditionUnknown, v1alpha1.ReasonAwaitingKarpenter))
+
+		setKarpenterConditions(get(&awsv1.EC2NodeClass{}, "ready"),
+			ready(metav1.ConditionFalse, "SubnetsReady=False"),
+			status.Condition{Type: awsv1.ConditionTypeSubnetsReady, Status: metav1.ConditionFalse, Reason: "SubnetsNotFound", Message: "SubnetSelector did not match any Subnets"})
+		Eventually(condition("ready", v1alpha1.ConditionReady)).Should(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonNodeClassNotReady))
+		Expect(condition("ready", v1alpha1.ConditionReady)().Message).To(Equal("EC2NodeClass ready: SubnetsReady=False (SubnetsNotFound): SubnetSelector did not match any Subnets"))
+
+		setKarpenterConditions(get(&awsv1.EC2NodeClass{}, "ready"), ready(metav1.ConditionTrue, ""))
+		setKarpenterConditions(get(&karpv1.NodePool{}, "ready-spot-amd64"), ready(metav1.ConditionTrue, ""))
+		setKarpenterConditions(get(&karpv1.NodePool{}, "ready-on-demand-amd64"), ready(metav1.ConditionFalse, "NodeClassReady=False"),
+			status.Condition{Type: karpv1.ConditionTypeNodeClassReady, Status: metav1.ConditionFalse, Reason: "NodeClassNotReady", Message: "EC2NodeClass not ready"})
+		Eventually(condition("ready", v1alpha1.ConditionReady)).Should(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonNodePoolNotReady))
+		Expect(condition("ready", v1alpha1.ConditionReady)().Message).To(ContainSubstring("NodePool ready-on-demand-amd64: NodeClassReady=False"))
+
+		setKarpenterConditions(get(&karpv1.NodePool{}, "ready-on-demand-amd64"), ready(metav1.ConditionTrue, ""))
+		Eventually(condition("ready", v1alpha1.ConditionReady)).Should(haveCondition(metav1.ConditionTrue, v1alpha1.ReasonAllReady))
+		Expect(get(&v1alpha1.WorkloadClass{}, "ready").Status.NodePools[0].Ready).To(Equal(metav1.ConditionTrue))
+	})
+
+	It("splits the class-wide limit across rungs as their usage changes", func() {
+		create(newBaseline("limits"), newClass("limits", "limits", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Limits = cpu(100) }))
+		waitSynced("limits")
+		limit := func(name string) func() string {
+			return func() string {
+				l := get(&karpv1.NodePool{}, name).Spec.Limits[corev1.ResourceCPU]
+				return l.String()
+			}
+		}
+		Expect(limit("limits-on-demand-amd64")()).To(Equal("100"))
+		np := get(&karpv1.NodePool{}, "limits-spot-amd64")
+		np.Status.Resources = cpu(30)
+		Expect(env.Client.Status().Update(ctx, np)).To(Succeed())
+		Eventually(limit("limits-on-demand-amd64")).Should(Equal("70"))
+		Expect(limit("limits-spot-amd64")()).To(Equal("100"))
+	})
+
+	It("makes no write when a resync finds nothing to change", func() {
+		create(newBaseline("noop"))
+		var names []string
+		for i := range 12 {
+			name := fmt.Sprintf("noop-%02d", i)
+			names = append(names, name)
+			profile := []v1alpha1.Profile{v1alpha1.ProfileGeneral, v1alpha1.ProfileBurstableCI, v1alpha1.ProfileGPU, v1alpha1.ProfileMemoryOptimized}[i%4]
+			create(newClass(name, "noop", func(wc *v1alpha1.WorkloadClass) {
+				wc.Spec.Profile = profile
+				wc.Spec.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourceMemory: resource.MustParse("4096Gi")}
+				wc.Spec.Labels = v1alpha1.NodeLabels{"example.com/team": name}
+				wc.Spec.TerminationGracePeriod = &metav1.Duration{Duration: 90 * time.Minute}
+			}))
+		}
+		for _, n := range names {
+			waitSynced(n)
+		}
+		versions := func() map[string]string {
+			rv := map[string]string{}
+			for _, n := range names {
+				rv["wc/"+n] = get(&v1alpha1.WorkloadClass{}, n).ResourceVersion
+				rv["nc/"+n] = get(&awsv1.EC2NodeClass{}, n).ResourceVersion
+				for _, p := range nodePoolNames(n)() {
+					rv["np/"+p] = get(&karpv1.NodePool{}, p).ResourceVersion
+				}
+			}
+			return rv
+		}
+		before := versions()
+		Expect(before).To(HaveLen(12 * 4))
+		applied, unchanged := appliesTotal("applied"), appliesTotal("unchanged")
+		// A restarted manager lists and reconciles every class again.
+		stopManager()
+		startManager()
+		Eventually(func() float64 { return appliesTotal("unchanged") - unchanged }).Should(BeNumerically(">=", 12*3))
+		Consistently(versions, "3s").Should(Equal(before))
+		Expect(appliesTotal("applied")).To(Equal(applied), "a resync with nothing to change must not call apply")
+	})
+})

@@ -1,0 +1,323 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/diff"
+	"github.com/poolsmith/poolsmith/internal/render"
+)
+
+// family is what the cluster holds of a class's children: only objects it controls.
+type family struct {
+	nodeClass *awsv1.EC2NodeClass
+	nodePools map[string]*karpv1.NodePool
+}
+
+// children reads the class's children from the cache, which holds only labelled ones.
+func (r *WorkloadClassReconciler) children(ctx context.Context, wc *v1alpha1.WorkloadClass) (*family, error) {
+	f := &family{nodePools: map[string]*karpv1.NodePool{}}
+	pools := &karpv1.NodePoolList{}
+	if err := r.List(ctx, pools, client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue, v1alpha1.LabelClass: wc.Name}); err != nil {
+		return nil, fmt.Errorf("listing NodePools of WorkloadClass %s: %w", wc.Name, err)
+	}
+	for i := range pools.Items {
+		if np := &pools.Items[i]; metav1.IsControlledBy(np, wc) {
+			f.nodePools[np.Name] = np
+		}
+	}
+	nc := &awsv1.EC2NodeClass{}
+	err := r.Get(ctx, client.ObjectKey{Name: wc.Name}, nc)
+	switch {
+	case err == nil && metav1.IsControlledBy(nc, wc):
+		f.nodeClass = nc
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("getting EC2NodeClass %s: %w", wc.Name, err)
+	}
+	return f, nil
+}
+
+// usage is what each NodePool uses now (status.resources), for splitting the class limit.
+func (f *family) usage() map[string]corev1.ResourceList {
+	usage := map[string]corev1.ResourceList{}
+	for name, np := range f.nodePools {
+		usage[name] = np.Status.Resources
+	}
+	return usage
+}
+
+func (f *family) nodePoolNames() []string {
+	names := make([]string, 0, len(f.nodePools))
+	for n := range f.nodePools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// objects are every child: NodePools by name, then the EC2NodeClass.
+func (f *family) objects() []client.Object {
+	var objs []client.Object
+	for _, n := range f.nodePoolNames() {
+		objs = append(objs, f.nodePools[n])
+	}
+	if f.nodeClass != nil {
+		objs = append(objs, f.nodeClass)
+	}
+	return objs
+}
+
+// applyOutcome is what one pass of apply did.
+type applyOutcome struct {
+	conflicts []string // KIND/NAME of foreign objects in the way
+	changed   bool     // some child was created or changed
+	willDrift []string
+	mayDrift  []string
+}
+
+func (o applyOutcome) conflictMessage() string {
+	return fmt.Sprintf("%s already exist and are not owned by this class; they are left untouched (delete or rename them, or rename the class)", joinNames(o.conflicts))
+}
+
+func (o applyOutcome) driftNotice() string {
+	var parts []string
+	if len(o.willDrift) > 0 {
+		parts = append(parts, joinNames(o.willDrift)+" will drift: Karpenter replaces their nodes")
+	}
+	if len(o.mayDrift) > 0 {
+		parts = append(parts, joinNames(o.mayDrift)+" may drift if their selectors now resolve differently")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// apply server-side applies the EC2NodeClass and then every NodePool. An object that
+// already matches is not written. A foreign object in the way is never touched; if it is
+// the EC2NodeClass, no NodePool is applied either, as they would launch nodes from it.
+func (r *WorkloadClassReconciler) apply(ctx context.Context, wc *v1alpha1.WorkloadClass, res *render.Result, live *family) (applyOutcome, error) {
+	var out applyOutcome
+	var liveNC client.Object
+	if live.nodeClass != nil {
+		liveNC = live.nodeClass
+	}
+	ok, err := r.applyChild(ctx, wc, res.NodeClass, &awsv1.EC2NodeClass{}, liveNC, &out, func(want, have client.Object) diff.Drift {
+		return diff.NodeClassDrift(want.(*awsv1.EC2NodeClass), have.(*awsv1.EC2NodeClass))
+	})
+	if err != nil || !ok {
+		return out, err
+	}
+	for _, np := range res.NodePools {
+		var liveNP client.Object
+		if l, found := live.nodePools[np.Name]; found {
+			liveNP = l
+		}
+		if _, err := r.applyChild(ctx, wc, np, &karpv1.NodePool{}, liveNP, &out, func(want, have client.Object) diff.Drift {
+			return diff.NodePoolDrift(want.(*karpv1.NodePool), have.(*karpv1.NodePool))
+		}); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// applyChild applies one child; it returns false when a foreign object holds its name.
+func (r *WorkloadClassReconciler) applyChild(ctx context.Context, wc *v1alpha1.WorkloadClass, want client.Object, empty client.Object, cached client.Object,
+	out *applyOutcome, drift func(want, have client.Object) diff.Drift) (bool, error) {
+	kind := want.GetObjectKind().GroupVersionKind().Kind
+	ref := kind + "/" + want.GetName()
+	have := cached
+	if have == nil {
+		// The cache holds only labelled children: ask the API server whether something else
+		// already has this name before creating it.
+		err := r.APIReader.Get(ctx, client.ObjectKey{Name: want.GetName()}, empty)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return false, fmt.Errorf("checking for an existing %s: %w", ref, err)
+		case !metav1.IsControlledBy(empty, wc):
+			out.conflicts = append(out.conflicts, ref)
+			applies.WithLabelValues(kind, "conflict").Inc()
+			r.event(wc, empty, "Warning", v1alpha1.ReasonOwnershipConflict, "Apply", "%s exists and is not owned by this class; left untouched", ref)
+			return false, nil
+		default:
+			have = empty // ours, but its labels were removed: re-apply them
+		}
+	}
+
+	doc, err := render.CleanJSON(want)
+	if err != nil {
+		return false, err
+	}
+	doc["metadata"].(map[string]any)["ownerReferences"] = []any{ownerReference(wc)}
+	if have != nil {
+		liveDoc, err := render.CleanJSON(have)
+		if err != nil {
+			return false, err
+		}
+		if len(diff.Changes(doc, liveDoc)) == 0 {
+			applies.WithLabelValues(kind, "unchanged").Inc()
+			return true, nil
+		}
+		switch drift(want, have) {
+		case diff.WillDrift:
+			out.willDrift = append(out.willDrift, ref)
+			r.event(wc, have, "Normal", "Drift", "Apply", "applying %s changes what Karpenter hashes: it will replace the nodes launched from it", ref)
+		case diff.MayDrift:
+			out.mayDrift = append(out.mayDrift, ref)
+			r.event(wc, have, "Normal", "Drift", "Apply", "applying %s changes its selectors: nodes drift if they now resolve differently", ref)
+		}
+	}
+	u := &unstructured.Unstructured{Object: doc}
+	if err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		applies.WithLabelValues(kind, "failed").Inc()
+		r.event(wc, want, "Warning", v1alpha1.ReasonApplyFailed, "Apply", "applying %s: %v", ref, err)
+		return false, fmt.Errorf("applying %s: %w", ref, err)
+	}
+	applies.WithLabelValues(kind, "applied").Inc()
+	out.changed = true
+	verb := "updated"
+	if have == nil {
+		verb = "created"
+	}
+	r.event(wc, want, "Normal", "Applied", "Apply", "%s %s", verb, ref)
+	return true, nil
+}
+
+func ownerReference(wc *v1alpha1.WorkloadClass) map[string]any {
+	return map[string]any{
+		"apiVersion":         v1alpha1.GroupVersion.String(),
+		"kind":               "WorkloadClass",
+		"name":               wc.Name,
+		"uid":                string(wc.UID),
+		"controller":         true,
+		"blockOwnerDeletion": true,
+	}
+}
+
+// prune handles NodePools the class no longer renders, by prunePolicy. It returns the
+// NodePools still being retired.
+func (r *WorkloadClassReconciler) prune(ctx context.Context, wc *v1alpha1.WorkloadClass, res *render.Result, live *family) ([]*karpv1.NodePool, error) {
+	desired := map[string]bool{}
+	for _, np := range res.NodePools {
+		desired[np.Name] = true
+	}
+	var retiring []*karpv1.NodePool
+	for _, name := range live.nodePoolNames() {
+		if desired[name] {
+			continue
+		}
+		np := live.nodePools[name]
+		switch wc.Spec.PrunePolicy {
+		case v1alpha1.PruneOrphan:
+			if err := r.orphan(ctx, wc, np); err != nil {
+				return nil, err
+			}
+		case v1alpha1.PruneRetire:
+			done, err := r.retire(ctx, wc, np)
+			if err != nil {
+				return nil, err
+			}
+			if !done {
+				retiring = append(retiring, np)
+			}
+		default:
+			if err := r.deleteChild(ctx, wc, np, "Pruned"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return retiring, nil
+}
+
+// retire sets a NodePool's limits to zero so no node launches, and deletes it once
+// Karpenter reports it has no nodes. It returns true when the NodePool is deleted.
+func (r *WorkloadClassReconciler) retire(ctx context.Context, wc *v1alpha1.WorkloadClass, np *karpv1.NodePool) (bool, error) {
+	if np.Status.Nodes != nil && *np.Status.Nodes == 0 {
+		return true, r.deleteChild(ctx, wc, np, "Pruned")
+	}
+	if isZero(np.Spec.Limits) {
+		return false, nil
+	}
+	zero := karpv1.Limits{corev1.ResourceCPU: resource.MustParse("0")}
+	for name := range np.Spec.Limits {
+		zero[name] = resource.MustParse("0")
+	}
+	patch := client.MergeFrom(np.DeepCopy())
+	np.Spec.Limits = zero
+	if err := r.Patch(ctx, np, patch); err != nil {
+		return false, fmt.Errorf("retiring NodePool %s: %w", np.Name, err)
+	}
+	r.event(wc, np, "Normal", "Retiring", "Prune", "NodePool %s is no longer rendered: limits set to zero; it is deleted once it has no nodes", np.Name)
+	return false, nil
+}
+
+func isZero(limits karpv1.Limits) bool {
+	cpu, ok := limits[corev1.ResourceCPU]
+	if !ok || !cpu.IsZero() {
+		return false
+	}
+	for _, q := range limits {
+		if !q.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// orphan removes Poolsmith's owner reference and labels, so the object leaves the cache
+// and is no longer managed.
+func (r *WorkloadClassReconciler) orphan(ctx context.Context, wc *v1alpha1.WorkloadClass, obj client.Object) error {
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	labels := obj.GetLabels()
+	delete(labels, v1alpha1.LabelManagedBy)
+	delete(labels, v1alpha1.LabelClass)
+	obj.SetLabels(labels)
+	var refs []metav1.OwnerReference
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.UID != wc.UID {
+			refs = append(refs, ref)
+		}
+	}
+	obj.SetOwnerReferences(refs)
+	if err := r.Patch(ctx, obj, patch); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("orphaning %s: %w", obj.GetName(), err))
+	}
+	r.event(wc, obj, "Normal", "Orphaned", "Prune", "%s %s released: no longer managed by Poolsmith", kindOf(obj), obj.GetName())
+	return nil
+}
+
+func (r *WorkloadClassReconciler) deleteChild(ctx context.Context, wc *v1alpha1.WorkloadClass, obj client.Object, reason string) error {
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return nil
+	}
+	if err := r.Delete(ctx, obj); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("deleting %s %s: %w", kindOf(obj), obj.GetName(), err))
+	}
+	r.event(wc, obj, "Normal", reason, "Delete", "deleted %s %s", kindOf(obj), obj.GetName())
+	return nil
+}
+
+func kindOf(obj client.Object) string {
+	switch obj.(type) {
+	case *karpv1.NodePool:
+		return "NodePool"
+	case *awsv1.EC2NodeClass:
+		return "EC2NodeClass"
+	}
+	return obj.GetObjectKind().GroupVersionKind().Kind
+}
+
+func joinNames(names []string) string {
+	return strings.Join(names, ", ")
+}

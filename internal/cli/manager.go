@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/poolsmith/poolsmith/internal/operator"
+)
+
+// managerFlags are the manager command's flags.
+type managerFlags struct {
+	operator.Options
+	kubeconfig string
+	zap        zap.Options
+}
+
+func (f *managerFlags) register(c *cobra.Command) {
+	fs := c.Flags()
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig; defaults to in-cluster config, then $KUBECONFIG, then ~/.kube/config")
+	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", ":8080", `address the Prometheus metrics endpoint binds to; "0" disables it`)
+	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz probes bind to")
+	fs.BoolVar(&f.LeaderElection, "leader-elect", true, "elect a leader so only one replica reconciles; turn off for a single local run")
+	fs.StringVar(&f.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease; required out of cluster when --leader-elect is on")
+	fs.IntVar(&f.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "WorkloadClasses reconciled in parallel")
+	fs.Float32Var(&f.QPS, "kube-api-qps", 50, "steady queries per second to the API server")
+	fs.IntVar(&f.Burst, "kube-api-burst", 100, "burst of queries to the API server")
+	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
+	f.zap.BindFlags(goflags)
+	fs.AddGoFlagSet(goflags)
+}
+
+func newManagerCommand() *cobra.Command {
+	var flags managerFlags
+	c := &cobra.Command{
+		Use:   "manager",
+		Short: "Run the operator (also what poolsmith runs with no command)",
+		Long: `Run the Poolsmith operator: it renders every WorkloadClass on top of its Baseline and
+keeps the generated EC2NodeClass and NodePools in sync, reporting in the class's status.`,
+		Example: `  poolsmith manager --leader-elect=false --kubeconfig ~/.kube/config
+  poolsmith --leader-election-namespace poolsmith-system`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return runManager(c, &flags) },
+	}
+	flags.register(c)
+	return c
+}
+
+func runManager(c *cobra.Command, flags *managerFlags) error {
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&flags.zap)))
+	cfg, inCluster, err := restConfig(flags.kubeconfig)
+	if err != nil {
+		return usageError{err}
+	}
+	if flags.LeaderElection && flags.LeaderElectionNamespace == "" && !inCluster {
+		return usageError{fmt.Errorf("--leader-election-namespace is required out of cluster while --leader-elect is on (or pass --leader-elect=false)")}
+	}
+	ctx := ctrl.SetupSignalHandler()
+	mgr, err := operator.New(ctx, cfg, flags.Options)
+	if err != nil {
+		return err
+	}
+	ctrl.Log.WithName("poolsmith").Info("starting manager", "leaderElection", flags.LeaderElection, "metrics", flags.MetricsAddr)
+	return mgr.Start(ctx)
+}
+
+// restConfig loads --kubeconfig, or the in-cluster config, or the default loading rules.
+func restConfig(kubeconfig string) (*rest.Config, bool, error) {
+	if kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		return cfg, false, err
+	}
+	if cfg, err := rest.InClusterConfig(); err == nil {
+		return cfg, true, nil
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(), nil).ClientConfig()
+	if err != nil {
+		return nil, false, fmt.Errorf("no kubeconfig: %w", err)
+	}
+	return cfg, os.Getenv("KUBERNETES_SERVICE_HOST") != "", nil
+}

@@ -1,0 +1,100 @@
+// Package operator builds Poolsmith's controller-runtime manager: a cache that holds only
+// Poolsmith's objects and the NodePools and EC2NodeClasses it manages, the reconcilers,
+// health and readiness probes, metrics and leader election. `poolsmith manager`, `make
+// demo` and the controller tests all start it here.
+package operator
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/controllers"
+	"github.com/poolsmith/poolsmith/internal/scheme"
+)
+
+// Options configure the manager; the manager command's flags fill them.
+type Options struct {
+	MetricsAddr             string
+	ProbeAddr               string
+	LeaderElection          bool
+	LeaderElectionNamespace string
+	MaxConcurrentReconciles int
+	QPS                     float32
+	Burst                   int
+	// SkipNameValidation allows a second manager in one process (tests restart it).
+	SkipNameValidation bool
+}
+
+// LeaderElectionID names the Lease the replicas compete for.
+const LeaderElectionID = "poolsmith.dev"
+
+// New returns a manager with Poolsmith's reconcilers registered.
+func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+	cfg = rest.CopyConfig(cfg)
+	if opts.QPS > 0 {
+		cfg.QPS = opts.QPS
+	}
+	if opts.Burst > 0 {
+		cfg.Burst = opts.Burst
+	}
+	managed := labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue})
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme.Scheme,
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:  opts.ProbeAddr,
+		LeaderElection:          opts.LeaderElection,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		// The binary exits right after the manager stops, so a new leader may start at once.
+		LeaderElectionReleaseOnCancel: true,
+		Controller:                    config.Controller{SkipNameValidation: &opts.SkipNameValidation},
+		// The cache holds only the children Poolsmith labels, so its memory does not grow
+		// with the cluster's other NodePools and EC2NodeClasses.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&karpv1.NodePool{}:    {Label: managed},
+			&awsv1.EC2NodeClass{}: {Label: managed},
+		}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := controllers.IndexBaselineName(ctx, mgr); err != nil {
+		return nil, fmt.Errorf("indexing WorkloadClasses by Baseline: %w", err)
+	}
+	if err := (&controllers.WorkloadClassReconciler{
+		Client:                  mgr.GetClient(),
+		APIReader:               mgr.GetAPIReader(),
+		Recorder:                mgr.GetEventRecorder("poolsmith"),
+		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the WorkloadClass controller: %w", err)
+	}
+	if err := (&controllers.BaselineReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the Baseline controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return fmt.Errorf("cache not synced")
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}

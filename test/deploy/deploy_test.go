@@ -1,0 +1,93 @@
+// Package deploy_test checks config/default: kustomize builds it, the real API server
+// accepts every object, and the Deployment and RBAC are as locked down as documented.
+package deploy_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/poolsmith/poolsmith/internal/manifest"
+	"github.com/poolsmith/poolsmith/internal/testenv"
+)
+
+func TestDefaultKustomizationIsAcceptedAndLeastPrivilege(t *testing.T) {
+	kubectl := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")
+	var stderr bytes.Buffer
+	cmd := exec.Command(kubectl, "kustomize", "../../config/default")
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize: %v: %s", err, stderr.String())
+	}
+	objs, err := manifest.Decode("config/default", bytes.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = env.Stop() }()
+	ctx := context.Background()
+
+	kinds := map[string]int{}
+	for _, o := range objs {
+		kinds[o.GetKind()]++
+		opts := []client.PatchOption{client.FieldOwner("deploy-test"), client.ForceOwnership}
+		if o.GetKind() != "Namespace" {
+			opts = append(opts, client.DryRunAll)
+		}
+		if err := env.Client.Patch(ctx, o.Unstructured, client.Apply, opts...); err != nil {
+			t.Errorf("%s rejected: %v", o.Where(), err)
+		}
+		switch o.GetKind() {
+		case "Deployment":
+			d := &appsv1.Deployment{}
+			if err := o.Into(d); err != nil {
+				t.Fatal(err)
+			}
+			pod := d.Spec.Template.Spec
+			c := pod.Containers[0]
+			if pod.SecurityContext == nil || pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot {
+				t.Error("the manager must run as non-root")
+			}
+			if c.SecurityContext == nil || c.SecurityContext.ReadOnlyRootFilesystem == nil || !*c.SecurityContext.ReadOnlyRootFilesystem {
+				t.Error("the manager's root filesystem must be read-only")
+			}
+			if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
+				t.Error("the manager must request cpu and memory")
+			}
+		case "ClusterRole", "Role":
+			r := &rbacv1.ClusterRole{}
+			if err := o.Into(r); err != nil {
+				t.Fatal(err)
+			}
+			for _, rule := range r.Rules {
+				for _, res := range rule.Resources {
+					if res == "secrets" || res == "*" {
+						t.Errorf("%s grants %s", o.Where(), res)
+					}
+				}
+				for _, v := range rule.Verbs {
+					if v == "*" {
+						t.Errorf("%s grants every verb", o.Where())
+					}
+				}
+			}
+		}
+	}
+	for kind, want := range map[string]int{"Namespace": 1, "CustomResourceDefinition": 2, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1, "Deployment": 1} {
+		if kinds[kind] != want {
+			t.Errorf("config/default has %d %s, want %d", kinds[kind], kind, want)
+		}
+	}
+}
