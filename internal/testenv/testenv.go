@@ -45,6 +45,8 @@ func Start() (*Env, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		// envtest leaves kube-apiserver and etcd running when installing the CRDs fails.
+		_ = env.Stop()
 		return nil, fmt.Errorf("starting the control plane from %s: %w", os.Getenv("KUBEBUILDER_ASSETS"), err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
