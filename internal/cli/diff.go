@@ -32,11 +32,7 @@ Poolsmith does not manage. Exits 1 when anything would change.`,
 		Example: `  poolsmith diff -f config/samples/ --kubeconfig ~/.kube/config`,
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			in, err := loadInput(flags.files, c.InOrStdin(), c.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			results, err := in.renderAll()
+			results, err := flags.renderAll(c, "", "text")
 			if err != nil {
 				return err
 			}

@@ -25,14 +25,7 @@ spec.template.spec.requirements[kubernetes.io/arch].`,
   poolsmith explain -f config/samples/ --object gpu -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := flags.checkOutput("", "table", "json"); err != nil {
-				return err
-			}
-			in, err := loadInput(flags.files, c.InOrStdin(), c.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			results, err := in.renderAll()
+			results, err := flags.renderAll(c, "", "table", "json")
 			if err != nil {
 				return err
 			}

@@ -24,10 +24,7 @@ there is an error.`,
   poolsmith lint -f classes/ -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := flags.checkOutput("", "text", "json"); err != nil {
-				return err
-			}
-			in, err := loadInput(flags.files, c.InOrStdin(), c.ErrOrStderr())
+			in, err := flags.load(c, "", "text", "json")
 			if err != nil {
 				return err
 			}

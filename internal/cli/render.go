@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 
 	"github.com/spf13/cobra"
@@ -23,13 +24,21 @@ func (f *inputFlags) register(c *cobra.Command, outputs string) {
 	c.Flags().StringVarP(&f.output, "output", "o", "", "output format: "+outputs)
 }
 
-func (f *inputFlags) checkOutput(allowed ...string) error {
-	for _, a := range allowed {
-		if f.output == a {
-			return nil
-		}
+// load checks -o against the allowed formats and reads the input.
+func (f *inputFlags) load(c *cobra.Command, allowed ...string) (*input, error) {
+	if !slices.Contains(allowed, f.output) {
+		return nil, usageError{fmt.Errorf("unknown output format %q (allowed: %v)", f.output, allowed[1:])}
 	}
-	return usageError{fmt.Errorf("unknown output format %q (allowed: %v)", f.output, allowed)}
+	return loadInput(f.files, c.InOrStdin(), c.ErrOrStderr())
+}
+
+// renderAll loads the input and renders it, failing on any class that cannot render.
+func (f *inputFlags) renderAll(c *cobra.Command, allowed ...string) ([]*render.Result, error) {
+	in, err := f.load(c, allowed...)
+	if err != nil {
+		return nil, err
+	}
+	return in.renderAll()
 }
 
 func newRenderCommand() *cobra.Command {
@@ -46,14 +55,7 @@ stderr, and exits 1.`,
   cat classes.yaml | poolsmith render -f - -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := flags.checkOutput("", "yaml", "json"); err != nil {
-				return err
-			}
-			in, err := loadInput(flags.files, c.InOrStdin(), c.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			results, err := in.renderAll()
+			results, err := flags.renderAll(c, "", "yaml", "json")
 			if err != nil {
 				return err
 			}

@@ -6,7 +6,9 @@ package lint
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -225,7 +227,7 @@ func checkTaints(c Class, add adder) {
 			add(Warning, obj, CheckGPUUntainted, "GPU nodes are not tainted %s:NoSchedule, so pods that need no GPU can land on them and keep them up", render.GPUTaintKey)
 		}
 	}
-	for _, k := range sortedKeys(taints) {
+	for _, k := range slices.Sorted(maps.Keys(taints)) {
 		t := taints[k]
 		msg := fmt.Sprintf("pods need a toleration for %s=%s:%s to land on this class", t.Key, t.Value, t.Effect)
 		if t.Key == render.GPUTaintKey {
@@ -312,13 +314,4 @@ func checkSelectsNothing(c Class, add adder) {
 			add(Error, obj, CheckSelectsNothing, "none of families %v can match the rung's other requirements", families.Values())
 		}
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -3,7 +3,9 @@ package render
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"k8s.io/utils/ptr"
+	"maps"
+	"slices"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -18,10 +20,10 @@ const TagClass = "poolsmith.dev/class"
 
 // Karpenter's default instance metadata options, written out when the Baseline sets none.
 var karpenterDefaultMetadataOptions = awsv1.MetadataOptions{
-	HTTPEndpoint:            ptrTo("enabled"),
-	HTTPProtocolIPv6:        ptrTo("disabled"),
-	HTTPPutResponseHopLimit: ptrTo[int64](1),
-	HTTPTokens:              ptrTo("required"),
+	HTTPEndpoint:            ptr.To("enabled"),
+	HTTPProtocolIPv6:        ptr.To("disabled"),
+	HTTPPutResponseHopLimit: ptr.To[int64](1),
+	HTTPTokens:              ptr.To("required"),
 }
 
 // renderNodeClass merges the class's overrides and its profile onto the Baseline's
@@ -191,7 +193,7 @@ func (r *renderer) ensureRootVolume(merged []*awsv1.BlockDeviceMapping, spec aws
 			device = "/dev/xvdb" // Bottlerocket's data volume holds images and pods.
 		}
 		root = &awsv1.BlockDeviceMapping{DeviceName: &device, RootVolume: true, EBS: &awsv1.BlockDevice{
-			VolumeType: ptrTo("gp3"), Encrypted: ptrTo(true), DeleteOnTermination: ptrTo(true),
+			VolumeType: ptr.To("gp3"), Encrypted: ptr.To(true), DeleteOnTermination: ptr.To(true),
 		}}
 		merged = append(merged, root)
 		o.set("spec.blockDeviceMappings["+device+"]", origin)
@@ -203,7 +205,7 @@ func (r *renderer) ensureRootVolume(merged []*awsv1.BlockDeviceMapping, spec aws
 		root.EBS = &awsv1.BlockDevice{}
 	}
 	if root.EBS.VolumeSize == nil || root.EBS.VolumeSize.Cmp(min) < 0 {
-		root.EBS.VolumeSize = ptrTo(min.DeepCopy())
+		root.EBS.VolumeSize = ptr.To(min.DeepCopy())
 		o.set("spec.blockDeviceMappings["+ptrString(root.DeviceName)+"].ebs.volumeSize", origin)
 	}
 	return merged
@@ -228,7 +230,7 @@ func (r *renderer) mergeTags(base map[string]string, class v1alpha1.Tags, o orig
 	for k, v := range base {
 		tags[k] = v
 	}
-	for _, k := range sortedKeys(class) {
+	for _, k := range slices.Sorted(maps.Keys(class)) {
 		v := class[k]
 		if bv, ok := base[k]; ok {
 			if bv != v {
@@ -255,7 +257,7 @@ func (r *renderer) mergeKubelet(base, class awsv1.KubeletConfiguration, o origin
 	for k, v := range base {
 		merged[k] = v
 	}
-	for _, k := range sortedKeys(class) {
+	for _, k := range slices.Sorted(maps.Keys(class)) {
 		v := class[k]
 		if bv, ok := merged[k]; ok {
 			combined, err := mergeJSON(bv.Raw, v.Raw, "spec.kubelet."+k, o)
@@ -303,13 +305,4 @@ func mergeJSON(base, class []byte, path string, o origins) ([]byte, error) {
 		o.set(path+"["+k+"]", OriginClass)
 	}
 	return json.Marshal(bm)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -3,6 +3,7 @@ package render
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
@@ -50,7 +51,7 @@ var Profiles = map[v1alpha1.Profile]ProfileDefaults{
 		Architectures:       []v1alpha1.Architecture{v1alpha1.ArchitectureARM64, v1alpha1.ArchitectureAMD64},
 		CapacityTypes:       []v1alpha1.CapacityType{v1alpha1.CapacityTypeSpot, v1alpha1.CapacityTypeOnDemand},
 		Categories:          []string{"c", "m", "r"},
-		MinGeneration:       ptrTo[int32](6),
+		MinGeneration:       ptr.To[int32](6),
 		ConsolidationPolicy: karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized,
 		ConsolidateAfter:    "1m",
 		FallbackExpireAfter: "24h",
@@ -60,7 +61,7 @@ var Profiles = map[v1alpha1.Profile]ProfileDefaults{
 		Architectures:       []v1alpha1.Architecture{v1alpha1.ArchitectureAMD64, v1alpha1.ArchitectureARM64},
 		CapacityTypes:       []v1alpha1.CapacityType{v1alpha1.CapacityTypeSpot, v1alpha1.CapacityTypeOnDemand},
 		Categories:          []string{"c", "m", "t"},
-		MinGeneration:       ptrTo[int32](3),
+		MinGeneration:       ptr.To[int32](3),
 		ClassTaint:          true,
 		ConsolidationPolicy: karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized,
 		ConsolidateAfter:    "30s",
@@ -72,20 +73,20 @@ var Profiles = map[v1alpha1.Profile]ProfileDefaults{
 		// GPU capacity is scarce and jobs are long: on-demand first.
 		CapacityTypes: []v1alpha1.CapacityType{v1alpha1.CapacityTypeOnDemand, v1alpha1.CapacityTypeSpot},
 		Categories:    []string{"g", "p"},
-		GPUCount:      &v1alpha1.IntRange{Min: ptrTo[int32](1)},
+		GPUCount:      &v1alpha1.IntRange{Min: ptr.To[int32](1)},
 		GPUMaker:      "nvidia",
 		Taints:        []v1alpha1.Taint{{Key: GPUTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}},
 		// Never consolidate a busy GPU node; expiry is left at the lower layer's value and no
 		// fallback expiry is set, because expiry ignores do-not-disrupt and would kill jobs.
 		ConsolidationPolicy: karpv1.ConsolidationPolicyWhenEmpty,
 		ConsolidateAfter:    "10m",
-		MinRootVolume:       ptrTo(resource.MustParse("100Gi")),
+		MinRootVolume:       ptr.To(resource.MustParse("100Gi")),
 	},
 	v1alpha1.ProfileMemoryOptimized: {
 		Architectures:       []v1alpha1.Architecture{v1alpha1.ArchitectureAMD64, v1alpha1.ArchitectureARM64},
 		CapacityTypes:       []v1alpha1.CapacityType{v1alpha1.CapacityTypeOnDemand, v1alpha1.CapacityTypeSpot},
 		Categories:          []string{"r", "x"},
-		MinGeneration:       ptrTo[int32](5),
+		MinGeneration:       ptr.To[int32](5),
 		ConsolidationPolicy: karpv1.ConsolidationPolicyWhenEmpty,
 		ConsolidateAfter:    "5m",
 		FallbackExpireAfter: "48h",
@@ -101,5 +102,3 @@ const (
 
 // KarpenterDefaultConsolidationPolicy is Karpenter's default consolidation policy.
 const KarpenterDefaultConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized
-
-func ptrTo[T any](v T) *T { return &v }

@@ -3,6 +3,9 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"k8s.io/utils/ptr"
+	"maps"
+	"slices"
 	"strings"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
@@ -166,6 +169,8 @@ type template struct {
 	budgets        []karpv1.Budget
 	capacityTypes  []v1alpha1.CapacityType
 	archs          []v1alpha1.Architecture
+	ctOrigin       Origin
+	archOrigin     Origin
 	sliceKind      SliceKind
 	slices         []string
 }
@@ -301,11 +306,11 @@ func pickList[T any](layers ...layer[[]T]) ([]T, Origin) {
 // mandatory, so a class value that differs is a conflict.
 func (r *renderer) mergeMandatory(field string, base, class map[string]string, path string, o origins) map[string]string {
 	merged := map[string]string{}
-	for _, k := range sortedKeys(base) {
+	for _, k := range slices.Sorted(maps.Keys(base)) {
 		merged[k] = base[k]
 		o.set(path+"["+k+"]", OriginBaseline)
 	}
-	for _, k := range sortedKeys(class) {
+	for _, k := range slices.Sorted(maps.Keys(class)) {
 		if bv, ok := base[k]; ok {
 			if bv != class[k] {
 				r.conflict(fmt.Sprintf("spec.%s[%s]", field, k), fmt.Sprintf("class value %q contradicts the Baseline's mandatory value %q", class[k], bv))
@@ -324,7 +329,7 @@ func (r *renderer) mergeMandatory(field string, base, class map[string]string, p
 
 // validateLabels checks what the CRDs cannot afford to: every label's characters.
 func (r *renderer) validateLabels(labels map[string]string) {
-	for _, k := range sortedKeys(labels) {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
 			r.invalid("spec.labels["+k+"]", strings.Join(errs, "; "))
 		}
@@ -375,11 +380,8 @@ func (r *renderer) resolveShape(t *template) {
 		shape = &v1alpha1.InstanceShape{}
 	}
 
-	var archOrigin, ctOrigin Origin
-	t.archs, archOrigin = pickList(layer[[]v1alpha1.Architecture]{r.profile.Architectures, profileOrigin}, layer[[]v1alpha1.Architecture]{spec.Architectures, OriginClass})
-	t.capacityTypes, ctOrigin = pickList(layer[[]v1alpha1.CapacityType]{r.profile.CapacityTypes, profileOrigin}, layer[[]v1alpha1.CapacityType]{spec.CapacityTypes, OriginClass})
-	t.origins.set("axis:arch", archOrigin)
-	t.origins.set("axis:capacity", ctOrigin)
+	t.archs, t.archOrigin = pickList(layer[[]v1alpha1.Architecture]{r.profile.Architectures, profileOrigin}, layer[[]v1alpha1.Architecture]{spec.Architectures, OriginClass})
+	t.capacityTypes, t.ctOrigin = pickList(layer[[]v1alpha1.CapacityType]{r.profile.CapacityTypes, profileOrigin}, layer[[]v1alpha1.CapacityType]{spec.CapacityTypes, OriginClass})
 
 	req := func(key string, op corev1.NodeSelectorOperator, origin Origin, values ...string) {
 		t.requirements = append(t.requirements, originReq{karpv1.NodeSelectorRequirementWithMinValues{Key: key, Operator: op, Values: values}, origin})
@@ -436,10 +438,10 @@ func (r *renderer) resolveShape(t *template) {
 		// Karpenter's instance-memory label is in MiB.
 		mib := &v1alpha1.IntRange{}
 		if m.Min != nil {
-			mib.Min = ptrTo(int32((m.Min.Value() + (1<<20 - 1)) >> 20))
+			mib.Min = ptr.To(int32((m.Min.Value() + (1<<20 - 1)) >> 20))
 		}
 		if m.Max != nil {
-			mib.Max = ptrTo(int32(m.Max.Value() >> 20))
+			mib.Max = ptr.To(int32(m.Max.Value() >> 20))
 		}
 		r.rangeReqs(req, LabelInstanceMemory, "spec.instances.memory", mib, OriginClass)
 	}
@@ -547,8 +549,8 @@ func (r *renderer) nodePool(t *template, rung Rung) (*karpv1.NodePool, origins) 
 
 	// The rung's own slice comes first so that explain reads like the ladder.
 	reqs := []originReq{
-		{karpv1.NodeSelectorRequirementWithMinValues{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{string(rung.CapacityType)}}, t.origins["axis:capacity"]},
-		{karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{string(rung.Arch)}}, t.origins["axis:arch"]},
+		{karpv1.NodeSelectorRequirementWithMinValues{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{string(rung.CapacityType)}}, t.ctOrigin},
+		{karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{string(rung.Arch)}}, t.archOrigin},
 	}
 	switch rung.SliceKind {
 	case SliceFamily:
@@ -574,7 +576,7 @@ func (r *renderer) nodePool(t *template, rung Rung) (*karpv1.NodePool, origins) 
 		TypeMeta:   metav1.TypeMeta{APIVersion: NodePoolAPIVersion, Kind: "NodePool"},
 		ObjectMeta: metav1.ObjectMeta{Name: rung.Name, Labels: r.ownerLabels()},
 		Spec: karpv1.NodePoolSpec{
-			Weight: ptrTo(rung.Weight),
+			Weight: ptr.To(rung.Weight),
 			Limits: r.rungLimits(rung.Name),
 			Template: karpv1.NodeClaimTemplate{
 				ObjectMeta: karpv1.ObjectMeta{Labels: labels, Annotations: nilIfEmpty(t.annotations)},
