@@ -37,6 +37,10 @@ manifests: controller-gen ## Generate CRDs and RBAC into config/.
 generate: controller-gen ## Generate deepcopy methods for the API types.
 	$(CONTROLLER_GEN) object paths="./api/..."
 
+.PHONY: catalog
+catalog: ## Regenerate the embedded instance catalog (internal/catalog) from its pinned sources.
+	cd hack/catalog && go run . -out ../../internal/catalog
+
 .PHONY: fmt
 fmt: ## Run go fmt.
 	go fmt ./...
@@ -46,7 +50,7 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: verify
-verify: manifests generate fmt ## Regenerate everything and fail if the committed files are stale.
+verify: manifests generate catalog fmt ## Regenerate everything and fail if the committed files are stale.
 	@stale="$$(git diff --name-only; git ls-files --others --exclude-standard)"; \
 	if [ -n "$$stale" ]; then \
 	  echo "verify: generated or formatted files differ from what is committed; run 'make manifests generate fmt' and commit:"; \

@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -48,10 +49,10 @@ var _ = Describe("The Argo CD health check", func() {
 		Eventually(healthStatus("argo")).Should(Equal("Healthy"))
 
 		wc := get(&v1alpha1.WorkloadClass{}, "argo")
-		wc.Spec.Consistency = v1alpha1.ConsistencyType // no types: InvalidSpec
+		wc.Spec.Weighting = &v1alpha1.Weighting{Ceiling: ptr.To[int32](1)} // two rungs need 2: InvalidSpec
 		Expect(env.Client.Update(ctx, wc)).To(Succeed())
 		Eventually(healthStatus("argo")).Should(Equal("Degraded"))
-		Expect(health("argo")().Message).To(ContainSubstring("Synced=False (InvalidSpec): spec.consistency: Type needs spec.instances.types"))
+		Expect(health("argo")().Message).To(ContainSubstring("Synced=False (InvalidSpec): spec.weighting.ceiling: ceiling 1 leaves no room for 2 rungs"))
 	})
 
 	It("is Progressing while a new generation is not yet reconciled", func() {

@@ -180,15 +180,17 @@ var _ = Describe("WorkloadClass controller", func() {
 		create(newBaseline("invalid"), newClass("invalid", "invalid"))
 		waitSynced("invalid")
 		wc := get(&v1alpha1.WorkloadClass{}, "invalid")
-		wc.Spec.Consistency = v1alpha1.ConsistencyFamily // without families: admission accepts, render refuses
+		wc.Spec.Weighting = &v1alpha1.Weighting{Ceiling: ptr.To[int32](1)} // admission accepts 1; two rungs need 2
 		Expect(env.Client.Update(ctx, wc)).To(Succeed())
 		Eventually(condition("invalid", v1alpha1.ConditionSynced)).Should(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonInvalidSpec))
-		Expect(condition("invalid", v1alpha1.ConditionSynced)().Message).To(ContainSubstring("spec.consistency: Family needs spec.instances.families"))
+		Expect(condition("invalid", v1alpha1.ConditionSynced)().Message).To(ContainSubstring("spec.weighting.ceiling: ceiling 1 leaves no room for 2 rungs"))
 		rv := get(&v1alpha1.WorkloadClass{}, "invalid").ResourceVersion
 		Consistently(func() string { return get(&v1alpha1.WorkloadClass{}, "invalid").ResourceVersion }).Should(Equal(rv))
 		Expect(nodePoolNames("invalid")()).To(ConsistOf("invalid-spot-amd64", "invalid-on-demand-amd64"))
 
 		wc = get(&v1alpha1.WorkloadClass{}, "invalid")
+		wc.Spec.Weighting = nil
+		wc.Spec.Consistency = v1alpha1.ConsistencyFamily
 		wc.Spec.Instances = &v1alpha1.InstanceShape{Families: []string{"m7i"}}
 		Expect(env.Client.Update(ctx, wc)).To(Succeed())
 		waitSynced("invalid")

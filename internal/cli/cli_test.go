@@ -123,7 +123,7 @@ func TestExplainShowsValuesAndOrigins(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	for _, want := range [][]string{
-		{"spec.template.spec.requirements[karpenter.k8s.aws/instance-family]", "In [g5]", "computed:ladder"},
+		{"spec.template.spec.requirements[karpenter.k8s.aws/instance-family]", "In [g5]", "class"},
 		{"spec.disruption.consolidationPolicy", "WhenEmpty", "profile:GPU"},
 		{"spec.template.metadata.labels[example.com/environment]", "prod", "baseline"},
 		{"spec.weight", "97", "computed:weight(Static: ladder order)"},
@@ -171,9 +171,10 @@ func TestLintFindsProblems(t *testing.T) {
 	}
 	want := map[string]bool{
 		"warning WorkloadClass/api class-overlap":                false,
-		"error NodePool/odd-spot-arm64-m7i selects-nothing":      false,
+		"error NodePool/odd-spot-arm64-m7g selects-nothing":      false,
 		"warning WorkloadClass/odd toleration-needed":            false,
-		"error NodePool/odd-on-demand-arm64-m7i selects-nothing": false,
+		"warning WorkloadClass/odd slice-not-for-architecture":   false,
+		"error NodePool/odd-on-demand-arm64-m7g selects-nothing": false,
 	}
 	for _, f := range findings {
 		want[f.Severity+" "+f.Object+" "+f.Check] = true
@@ -216,4 +217,38 @@ func mustRead(t *testing.T, path string) string {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return string(objs[0].Raw)
+}
+
+func TestCatalogCommand(t *testing.T) {
+	code, out, stderr := run(t, "", "catalog", "-f", samples, "--class", "gpu", "-o", "json")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rows []struct {
+		Rung, Name, GPUManufacturer string
+		HourlyPrice                 float64
+	}
+	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) == 0 {
+		t.Fatalf("%v: %d rows", err, len(rows))
+	}
+	for _, r := range rows {
+		if r.GPUManufacturer != "nvidia" || !strings.HasPrefix(r.Rung, "gpu-") || r.HourlyPrice <= 0 {
+			t.Errorf("unexpected row %+v", r)
+		}
+		if fam := strings.SplitN(r.Name, ".", 2)[0]; !strings.HasSuffix(r.Rung, "-"+fam) {
+			t.Errorf("%s listed under rung %s", r.Name, r.Rung)
+		}
+	}
+	if code, out, _ := run(t, "", "catalog", "--missing-facts"); code != ExitOK || !hasLine(out, "c8i.large") {
+		t.Errorf("--missing-facts: exit %d, lacks c8i.large", code)
+	}
+	if code, out, _ := run(t, "", "catalog", "--region", "eu-west-1"); code != ExitOK || !hasLine(out, "m7g.xlarge", "arm64", "16.0Gi") {
+		t.Errorf("catalog --region eu-west-1: exit %d", code)
+	}
+	if code, _, stderr := run(t, "", "catalog", "--region", "mars-1"); code != ExitUsage || !strings.Contains(stderr, "us-east-1") {
+		t.Errorf("unknown region: exit %d, %s", code, stderr)
+	}
+	if code, _, _ := run(t, "", "catalog", "-f", samples, "--class", "nope"); code != ExitFindings {
+		t.Errorf("unknown class: exit %d", code)
+	}
 }

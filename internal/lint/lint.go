@@ -7,7 +7,6 @@ package lint
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/karpenter/pkg/scheduling"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/render"
 )
 
@@ -40,6 +40,8 @@ const (
 	CheckTolerationNeeded   = "toleration-needed"
 	CheckGPUUntainted       = "gpu-untainted"
 	CheckFallbackWithoutTGP = "fallback-without-grace-period"
+	CheckSliceArch          = "slice-not-for-architecture"
+	CheckUnknownSlice       = "unknown-slice"
 )
 
 // Finding is one problem.
@@ -75,6 +77,10 @@ func HasErrors(findings []Finding) bool {
 
 // Lint runs every check; findings are sorted by object, then check.
 func Lint(classes []Class) []Finding {
+	cat, err := catalog.Load()
+	if err != nil {
+		return []Finding{{Severity: Error, Object: "catalog", Check: CheckInvalidSpec, Message: err.Error()}}
+	}
 	var findings []Finding
 	add := func(sev Severity, object, check, format string, args ...any) {
 		findings = append(findings, Finding{Severity: sev, Object: object, Check: check, Message: fmt.Sprintf(format, args...)})
@@ -98,7 +104,8 @@ func Lint(classes []Class) []Finding {
 		}
 		ok = append(ok, c)
 		checkRungOverlap(c, add)
-		checkSelectsNothing(c, add)
+		checkSelectsNothing(c, cat, add)
+		checkSlices(c, cat, add)
 		checkTaints(c, add)
 		checkFallback(c, add)
 	}
@@ -252,30 +259,9 @@ func checkFallback(c Class, add adder) {
 	}
 }
 
-// familyName parses an instance family the way Karpenter's AWS labels derive category and
-// generation from the type name: letters, then the generation digits, then attributes.
-var familyName = regexp.MustCompile(`^([a-z]+)(\d+)([a-z0-9-]*)$`)
-
-type familyFacts struct {
-	category   string
-	generation int
-	arm64      bool
-}
-
-func parseFamily(family string) (familyFacts, bool) {
-	m := familyName.FindStringSubmatch(family)
-	if m == nil {
-		return familyFacts{}, false
-	}
-	gen, _ := strconv.Atoi(m[2])
-	// Graviton families carry a "g" among their attributes (m7g, c6gn, x2gd, g5g); a1 is
-	// the first Graviton.
-	return familyFacts{category: m[1], generation: gen, arm64: strings.Contains(m[3], "g") || family == "a1"}, true
-}
-
 // checkSelectsNothing finds rungs whose requirements contradict each other through what
 // a family name implies: category, generation and architecture.
-func checkSelectsNothing(c Class, add adder) {
+func checkSelectsNothing(c Class, cat *catalog.Catalog, add adder) {
 	for i, np := range c.Result.NodePools {
 		rung := c.Result.Rungs[i]
 		reqs := requirements(np)
@@ -283,35 +269,107 @@ func checkSelectsNothing(c Class, add adder) {
 		if rung.CapacityType == v1alpha1.CapacityTypeReserved && c.Baseline != nil && len(c.Baseline.Spec.NodeClass.CapacityReservationSelectorTerms) == 0 {
 			add(Error, obj, CheckSelectsNothing, "capacity type reserved needs capacityReservationSelectorTerms in Baseline %s", c.Baseline.Name)
 		}
-		families := reqs.Get(render.LabelInstanceFamily)
-		if families.Operator() != corev1.NodeSelectorOpIn {
+		if explainFamilies(np, rung, reqs, cat, add) {
 			continue
 		}
-		var possible []string
-		for _, f := range families.Values() {
-			facts, ok := parseFamily(f)
-			if !ok {
-				possible = append(possible, f) // unknown naming: give it the benefit of the doubt
-				continue
-			}
-			var why []string
-			if !reqs.Get(render.LabelInstanceCategory).Has(facts.category) {
-				why = append(why, fmt.Sprintf("category %s is not allowed", facts.category))
-			}
-			if !reqs.Get(render.LabelInstanceGeneration).Has(strconv.Itoa(facts.generation)) {
-				why = append(why, fmt.Sprintf("generation %d is below the floor", facts.generation))
-			}
-			if arch := map[bool]string{true: "arm64", false: "amd64"}[facts.arm64]; !reqs.Get(corev1.LabelArchStable).Has(arch) {
-				why = append(why, fmt.Sprintf("it is %s", arch))
-			}
-			if len(why) == 0 {
-				possible = append(possible, f)
-			} else if rung.SliceKind == render.SliceFamily || len(families.Values()) == 1 {
-				add(Error, obj, CheckSelectsNothing, "family %s can never match: %s", f, strings.Join(why, ", "))
+		if !namesKnown(np, cat) {
+			continue // a family or type newer than the catalog: nothing to judge by
+		}
+		matched := false
+		for _, t := range cat.Types {
+			if t.Matches(np.Spec.Template.Spec.Requirements) {
+				matched = true
+				break
 			}
 		}
-		if len(possible) == 0 && rung.SliceKind != render.SliceFamily && len(families.Values()) > 1 {
-			add(Error, obj, CheckSelectsNothing, "none of families %v can match the rung's other requirements", families.Values())
+		if !matched {
+			add(Error, obj, CheckSelectsNothing, "no instance type in the catalog satisfies the rung's requirements")
+		}
+	}
+}
+
+// explainFamilies reports families that can never match their rung, with the reason
+// their name gives; it returns true when it reported any.
+func explainFamilies(np *karpv1.NodePool, rung render.Rung, reqs scheduling.Requirements, cat *catalog.Catalog, add adder) bool {
+	families := reqs.Get(render.LabelInstanceFamily)
+	if families.Operator() != corev1.NodeSelectorOpIn {
+		return false
+	}
+	obj := "NodePool/" + np.Name
+	reported := false
+	var possible []string
+	for _, f := range families.Values() {
+		facts, ok := catalog.ParseFamily(f)
+		if !ok {
+			possible = append(possible, f) // unknown naming: give it the benefit of the doubt
+			continue
+		}
+		if arch, known := cat.Arch(f); known {
+			facts.Arch = arch
+		}
+		var why []string
+		if !reqs.Get(render.LabelInstanceCategory).Has(facts.Category) {
+			why = append(why, fmt.Sprintf("category %s is not allowed", facts.Category))
+		}
+		if !reqs.Get(render.LabelInstanceGeneration).Has(strconv.Itoa(facts.Generation)) {
+			why = append(why, fmt.Sprintf("generation %d is below the floor", facts.Generation))
+		}
+		if !reqs.Get(corev1.LabelArchStable).Has(facts.Arch) {
+			why = append(why, fmt.Sprintf("it is %s", facts.Arch))
+		}
+		if len(why) == 0 {
+			possible = append(possible, f)
+		} else if rung.SliceKind == render.SliceFamily || len(families.Values()) == 1 {
+			add(Error, obj, CheckSelectsNothing, "family %s can never match: %s", f, strings.Join(why, ", "))
+			reported = true
+		}
+	}
+	if len(possible) == 0 && rung.SliceKind != render.SliceFamily && len(families.Values()) > 1 {
+		add(Error, obj, CheckSelectsNothing, "none of families %v can match the rung's other requirements", families.Values())
+		reported = true
+	}
+	return reported
+}
+
+// namesKnown says whether every family and type a rung names has facts in the catalog.
+func namesKnown(np *karpv1.NodePool, cat *catalog.Catalog) bool {
+	for _, r := range np.Spec.Template.Spec.Requirements {
+		if r.Operator != corev1.NodeSelectorOpIn || (r.Key != render.LabelInstanceFamily && r.Key != corev1.LabelInstanceTypeStable) {
+			continue
+		}
+		for _, v := range r.Values {
+			if _, ok := cat.Arch(v); !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// checkSlices reports named families and types that render no rung because the catalog
+// knows them for none of the class's architectures, and names the catalog does not know.
+func checkSlices(c Class, cat *catalog.Catalog, add adder) {
+	shape := c.Class.Spec.Instances
+	if shape == nil {
+		return
+	}
+	archs := map[string]bool{}
+	for _, r := range c.Result.Rungs {
+		archs[string(r.Arch)] = true
+	}
+	obj := "WorkloadClass/" + c.Class.Name
+	for _, named := range []struct {
+		kind  string
+		names []string
+	}{{"family", shape.Families}, {"type", shape.Types}} {
+		for _, n := range named.names {
+			arch, ok := cat.Arch(n)
+			switch {
+			case !ok:
+				add(Warning, obj, CheckUnknownSlice, "%s %s is not in the instance catalog (it may be newer): it is used for every architecture and cannot be checked", named.kind, n)
+			case !archs[arch]:
+				add(Warning, obj, CheckSliceArch, "%s %s exists only for %s, not for the class's architectures: it renders no rung", named.kind, n, arch)
+			}
 		}
 	}
 }

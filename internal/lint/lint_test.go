@@ -116,8 +116,27 @@ func TestSelectsNothing(t *testing.T) {
 }
 
 func TestRenderErrorsBecomeFindings(t *testing.T) {
-	bad := rendered(t, class("bad", v1alpha1.WorkloadClassSpec{Consistency: v1alpha1.ConsistencyFamily}))
+	bad := rendered(t, class("bad", v1alpha1.WorkloadClassSpec{Consistency: v1alpha1.ConsistencyType,
+		Instances: &v1alpha1.InstanceShape{CPU: &v1alpha1.IntRange{Min: ptr.To[int32](5000)}}}))
 	if f := lint.Lint([]lint.Class{bad}); !has(f, lint.Error, "WorkloadClass/bad", lint.CheckInvalidSpec) {
 		t.Errorf("render error not reported: %v", f)
+	}
+}
+
+func TestCatalogBackedChecks(t *testing.T) {
+	huge := rendered(t, class("huge", v1alpha1.WorkloadClassSpec{Instances: &v1alpha1.InstanceShape{CPU: &v1alpha1.IntRange{Min: ptr.To[int32](5000)}}}))
+	named := rendered(t, class("named", v1alpha1.WorkloadClassSpec{
+		Architectures: []v1alpha1.Architecture{v1alpha1.ArchitectureARM64},
+		Instances:     &v1alpha1.InstanceShape{Families: []string{"m7g", "m7i", "zz9"}},
+	}))
+	findings := lint.Lint([]lint.Class{huge, named})
+	if !has(findings, lint.Error, "NodePool/huge-spot-arm64", lint.CheckSelectsNothing) {
+		t.Errorf("a shape no type satisfies is not reported: %v", findings)
+	}
+	if !has(findings, lint.Warning, "WorkloadClass/named", lint.CheckSliceArch) || !has(findings, lint.Warning, "WorkloadClass/named", lint.CheckUnknownSlice) {
+		t.Errorf("family checks missing: %v", findings)
+	}
+	if has(findings, lint.Error, "NodePool/named-spot-arm64", lint.CheckSelectsNothing) {
+		t.Errorf("a rung naming a family the catalog does not know cannot be judged: %v", findings)
 	}
 }

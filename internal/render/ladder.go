@@ -27,6 +27,14 @@ const (
 	SliceType   SliceKind = "type"
 )
 
+// Plural names the slice kind in messages.
+func (k SliceKind) Plural() string {
+	if k == SliceFamily {
+		return "families"
+	}
+	return string(k) + "s"
+}
+
 // Rung is one NodePool of a class's ladder.
 type Rung struct {
 	Name         string
@@ -43,15 +51,16 @@ type Rung struct {
 }
 
 // ladder returns the rungs in preference order: capacity types outermost, then
-// architectures, then slices.
-func ladder(class string, capacityTypes []v1alpha1.CapacityType, archs []v1alpha1.Architecture, kind SliceKind, slices []string) []Rung {
-	if kind == SliceNone {
-		slices = []string{""}
-	}
+// architectures, then each architecture's slices.
+func ladder(class string, capacityTypes []v1alpha1.CapacityType, archs []v1alpha1.Architecture, kind SliceKind, slices map[v1alpha1.Architecture][]string) []Rung {
 	var rungs []Rung
 	for i, ct := range capacityTypes {
 		for _, arch := range archs {
-			for _, s := range slices {
+			archSlices := slices[arch]
+			if kind == SliceNone {
+				archSlices = []string{""}
+			}
+			for _, s := range archSlices {
 				rungs = append(rungs, Rung{
 					Name:         RungName(class, ct, arch, s),
 					CapacityType: ct,

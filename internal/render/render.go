@@ -3,8 +3,8 @@ package render
 import (
 	"encoding/json"
 	"fmt"
-	"k8s.io/utils/ptr"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -13,9 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/catalog"
 )
 
 // API versions of the rendered objects.
@@ -30,7 +32,16 @@ type Options struct {
 	// limit is split across rungs from it: each rung may use the class limit minus what the
 	// other rungs use. Without usage every rung gets the whole class limit.
 	Usage map[string]corev1.ResourceList
+	// Region ranks the catalog's prices when it chooses families or types; default
+	// us-east-1.
+	Region string
+	// Catalog replaces the embedded instance catalog (tests).
+	Catalog *catalog.Catalog
 }
+
+// ChosenPerArch is how many families (consistency Family) or types (Type) the catalog
+// chooses for each architecture when the class names none.
+const ChosenPerArch = 3
 
 // Result is a rendered NodePool family.
 type Result struct {
@@ -79,6 +90,8 @@ func (e Errors) Reason() string {
 }
 
 type renderer struct {
+	catalog     *catalog.Catalog
+	region      string
 	baseline    *v1alpha1.Baseline
 	class       *v1alpha1.WorkloadClass
 	opts        Options
@@ -112,6 +125,17 @@ func Render(baseline *v1alpha1.Baseline, class *v1alpha1.WorkloadClass, opts Opt
 		return nil, Errors{{Reason: v1alpha1.ReasonInvalidSpec, Field: "spec.profile", Message: fmt.Sprintf("unknown profile %q", class.Spec.Profile)}}
 	}
 	r.profile = profile
+	r.catalog, r.region = opts.Catalog, opts.Region
+	if r.region == "" {
+		r.region = catalog.DefaultRegion
+	}
+	if r.catalog == nil {
+		c, err := catalog.Load()
+		if err != nil {
+			return nil, fmt.Errorf("loading the embedded catalog: %w", err)
+		}
+		r.catalog = c
+	}
 
 	nodeClass := r.renderNodeClass()
 	tmpl := r.template()
@@ -172,7 +196,9 @@ type template struct {
 	ctOrigin       Origin
 	archOrigin     Origin
 	sliceKind      SliceKind
-	slices         []string
+	// slices are each architecture's families or types, in preference order.
+	slices      map[v1alpha1.Architecture][]string
+	sliceOrigin Origin
 }
 
 const tmplPath = "spec.template"
@@ -380,6 +406,7 @@ func (r *renderer) resolveShape(t *template) {
 		shape = &v1alpha1.InstanceShape{}
 	}
 
+	r.checkEnums(spec)
 	t.archs, t.archOrigin = pickList(layer[[]v1alpha1.Architecture]{r.profile.Architectures, profileOrigin}, layer[[]v1alpha1.Architecture]{spec.Architectures, OriginClass})
 	t.capacityTypes, t.ctOrigin = pickList(layer[[]v1alpha1.CapacityType]{r.profile.CapacityTypes, profileOrigin}, layer[[]v1alpha1.CapacityType]{spec.CapacityTypes, OriginClass})
 
@@ -395,15 +422,9 @@ func (r *renderer) resolveShape(t *template) {
 	case "", v1alpha1.ConsistencyDiverse:
 		t.sliceKind = SliceNone
 	case v1alpha1.ConsistencyFamily:
-		t.sliceKind, t.slices = SliceFamily, without(shape.Families, shape.ExcludeFamilies)
-		if len(t.slices) == 0 {
-			r.invalid("spec.consistency", "Family needs spec.instances.families to split rungs by (the catalog does not choose families yet)")
-		}
+		t.sliceKind = SliceFamily
 	case v1alpha1.ConsistencyType:
-		t.sliceKind, t.slices = SliceType, shape.Types
-		if len(t.slices) == 0 {
-			r.invalid("spec.consistency", "Type needs spec.instances.types to split rungs by (the catalog does not choose types yet)")
-		}
+		t.sliceKind = SliceType
 	default:
 		r.invalid("spec.consistency", fmt.Sprintf("unknown consistency %q", consistency))
 	}
@@ -460,6 +481,114 @@ func (r *renderer) resolveShape(t *template) {
 	if len(gpu.Names) > 0 {
 		req(LabelGPUName, corev1.NodeSelectorOpIn, OriginClass, gpu.Names...)
 	}
+	r.resolveSlices(t, shape)
+}
+
+// resolveSlices gives each architecture its families or types. Named ones go only to the
+// architectures the catalog knows them for (unknown names go to every architecture);
+// without names, the catalog chooses the cheapest that fit the shape.
+func (r *renderer) resolveSlices(t *template, shape *v1alpha1.InstanceShape) {
+	if t.sliceKind == SliceNone {
+		return
+	}
+	field, named := "spec.instances.types", shape.Types
+	if t.sliceKind == SliceFamily {
+		field, named = "spec.instances.families", without(shape.Families, shape.ExcludeFamilies)
+	}
+	t.slices = map[v1alpha1.Architecture][]string{}
+	if len(named) == 0 {
+		r.chooseSlices(t, field)
+		return
+	}
+	t.sliceOrigin = OriginClass
+	placed := 0
+	for _, arch := range t.archs {
+		for _, s := range named {
+			if known, ok := r.catalog.Arch(s); !ok || known == string(arch) {
+				t.slices[arch] = append(t.slices[arch], s)
+				placed++
+			}
+		}
+	}
+	if placed == 0 && len(t.archs) > 0 {
+		r.invalid(field, fmt.Sprintf("none of %v has instance types for architectures %v", named, t.archs))
+	}
+}
+
+// chooseSlices picks, per architecture, the ChosenPerArch families or types with the lowest
+// price per unit of what the profile buys, priced as the class's first capacity type.
+func (r *renderer) chooseSlices(t *template, field string) {
+	unit := catalog.UnitVCPU
+	switch r.profileName {
+	case v1alpha1.ProfileMemoryOptimized:
+		unit = catalog.UnitMemory
+	case v1alpha1.ProfileGPU:
+		unit = catalog.UnitGPU
+	}
+	spot := len(t.capacityTypes) > 0 && t.capacityTypes[0] == v1alpha1.CapacityTypeSpot
+	priced := "on-demand"
+	if spot {
+		priced = "spot average"
+	}
+	shape := make([]karpv1.NodeSelectorRequirementWithMinValues, 0, len(t.requirements)+1)
+	for _, req := range t.requirements {
+		shape = append(shape, req.NodeSelectorRequirementWithMinValues)
+	}
+	t.sliceOrigin = OriginComputed(fmt.Sprintf("catalog(cheapest %d %s per architecture by %s price per %s in %s)", ChosenPerArch, t.sliceKind.Plural(), priced, unit, r.region))
+	for _, arch := range t.archs {
+		reqs := append(shape, karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{string(arch)}})
+		t.slices[arch] = r.catalog.Cheapest(catalog.Choice{Requirements: reqs, Region: r.region, Spot: spot, Unit: unit, N: ChosenPerArch}, t.sliceKind == SliceFamily)
+	}
+	for _, arch := range t.archs {
+		if len(t.slices[arch]) > 0 {
+			return
+		}
+	}
+	if len(t.archs) > 0 {
+		r.invalid(field, fmt.Sprintf("consistency %s names no %s and no catalog type in %s fits the class's shape; name them", r.class.Spec.Consistency, t.sliceKind.Plural(), r.region))
+	}
+}
+
+// Values the CRD's enums allow; the renderer checks them too, because the CLI renders
+// manifests no API server has admitted.
+var (
+	validArchs         = []v1alpha1.Architecture{v1alpha1.ArchitectureARM64, v1alpha1.ArchitectureAMD64}
+	validCapacityTypes = []v1alpha1.CapacityType{v1alpha1.CapacityTypeSpot, v1alpha1.CapacityTypeOnDemand, v1alpha1.CapacityTypeReserved}
+	familyName         = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+	typeName           = regexp.MustCompile(`^[a-z][a-z0-9-]*\.[a-z0-9-]+$`)
+)
+
+// checkEnums rejects what admission would: unknown or repeated architectures and capacity
+// types, and family or type names that could not name a rung.
+func (r *renderer) checkEnums(spec v1alpha1.WorkloadClassSpec) {
+	checkList(r, "spec.architectures", spec.Architectures, validArchs)
+	checkList(r, "spec.capacityTypes", spec.CapacityTypes, validCapacityTypes)
+	if shape := spec.Instances; shape != nil {
+		for _, names := range []struct {
+			field string
+			list  []string
+			re    *regexp.Regexp
+		}{{"spec.instances.families", shape.Families, familyName}, {"spec.instances.excludeFamilies", shape.ExcludeFamilies, familyName}, {"spec.instances.types", shape.Types, typeName}} {
+			for i, n := range names.list {
+				if !names.re.MatchString(n) {
+					r.invalid(fmt.Sprintf("%s[%d]", names.field, i), fmt.Sprintf("%q is not an instance family or type name", n))
+				}
+			}
+		}
+	}
+}
+
+func checkList[T comparable](r *renderer, field string, list, valid []T) {
+	seen := map[T]bool{}
+	for i, v := range list {
+		switch {
+		case !slices.Contains(valid, v):
+			r.invalid(fmt.Sprintf("%s[%d]", field, i), fmt.Sprintf("unsupported value %q: supported values are %v", fmt.Sprint(v), valid))
+		case seen[v]:
+			r.invalid(fmt.Sprintf("%s[%d]", field, i), fmt.Sprintf("duplicate value %q", fmt.Sprint(v)))
+		}
+		seen[v] = true
+	}
 }
 
 // rangeReqs turns an inclusive range into Gt/Lt requirements.
@@ -499,9 +628,12 @@ func (r *renderer) ladder(t *template) []Rung {
 		return nil
 	}
 	rungs := ladder(r.class.Name, t.capacityTypes, t.archs, t.sliceKind, t.slices)
+	if len(rungs) == 0 {
+		return nil // resolveSlices has said why
+	}
 	if len(rungs) > MaxRungs {
-		r.invalid("spec", fmt.Sprintf("renders %d rungs (%d capacity types x %d architectures x %d %ss); at most %d are allowed",
-			len(rungs), len(t.capacityTypes), len(t.archs), len(rungs)/(len(t.capacityTypes)*len(t.archs)), t.sliceKind, MaxRungs))
+		r.invalid("spec", fmt.Sprintf("renders %d rungs (%d capacity types x %d architectures and their %s); at most %d are allowed",
+			len(rungs), len(t.capacityTypes), len(t.archs), t.sliceKind.Plural(), MaxRungs))
 		return nil
 	}
 	ceiling := DefaultCeiling
@@ -554,9 +686,9 @@ func (r *renderer) nodePool(t *template, rung Rung) (*karpv1.NodePool, origins) 
 	}
 	switch rung.SliceKind {
 	case SliceFamily:
-		reqs = append(reqs, originReq{karpv1.NodeSelectorRequirementWithMinValues{Key: LabelInstanceFamily, Operator: corev1.NodeSelectorOpIn, Values: []string{rung.Slice}}, ladderOrigin})
+		reqs = append(reqs, originReq{karpv1.NodeSelectorRequirementWithMinValues{Key: LabelInstanceFamily, Operator: corev1.NodeSelectorOpIn, Values: []string{rung.Slice}}, t.sliceOrigin})
 	case SliceType:
-		reqs = append(reqs, originReq{karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{rung.Slice}}, ladderOrigin})
+		reqs = append(reqs, originReq{karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{rung.Slice}}, t.sliceOrigin})
 	}
 	reqs = append(reqs, t.requirements...)
 	requirements := make([]karpv1.NodeSelectorRequirementWithMinValues, len(reqs))

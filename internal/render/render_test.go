@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/render"
 )
 
@@ -422,7 +423,7 @@ func TestRegressionRungsOfOneClassArePairwiseDisjoint(t *testing.T) {
 
 func TestLadderNestingNamesAndStaticWeights(t *testing.T) {
 	res := mustRender(t, baseline(), class("web", v1alpha1.ProfileGeneral,
-		withFamilies(v1alpha1.ConsistencyFamily, "m7g", "m7i"), func(wc *v1alpha1.WorkloadClass) {
+		withFamilies(v1alpha1.ConsistencyFamily, "m7g", "m7i", "c7g", "zz9"), func(wc *v1alpha1.WorkloadClass) {
 			wc.Spec.Weighting = &v1alpha1.Weighting{Ceiling: ptr.To[int32](50)}
 		}))
 	var got []string
@@ -432,9 +433,10 @@ func TestLadderNestingNamesAndStaticWeights(t *testing.T) {
 			t.Errorf("rung %d %s weight %d, want %d", i, r.Name, r.Weight, 50-i)
 		}
 	}
+	// Each family goes to the architecture the catalog knows it for; an unknown one to both.
 	want := []string{
-		"web-spot-arm64-m7g", "web-spot-arm64-m7i", "web-spot-amd64-m7g", "web-spot-amd64-m7i",
-		"web-on-demand-arm64-m7g", "web-on-demand-arm64-m7i", "web-on-demand-amd64-m7g", "web-on-demand-amd64-m7i",
+		"web-spot-arm64-m7g", "web-spot-arm64-c7g", "web-spot-arm64-zz9", "web-spot-amd64-m7i", "web-spot-amd64-zz9",
+		"web-on-demand-arm64-m7g", "web-on-demand-arm64-c7g", "web-on-demand-arm64-zz9", "web-on-demand-amd64-m7i", "web-on-demand-amd64-zz9",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ladder = %v, want %v", got, want)
@@ -442,6 +444,42 @@ func TestLadderNestingNamesAndStaticWeights(t *testing.T) {
 	typed := mustRender(t, baseline(), class("gpu", v1alpha1.ProfileGPU, withTypes("g6.xlarge"), withCapacityTypes(v1alpha1.CapacityTypeSpot)))
 	if typed.Rungs[0].Name != "gpu-spot-amd64-g6-xlarge" {
 		t.Errorf("type rung name = %s", typed.Rungs[0].Name)
+	}
+}
+
+func TestCatalogChoosesTheCheapestFamiliesPerArchitecture(t *testing.T) {
+	res := mustRender(t, baseline(), class("auto", v1alpha1.ProfileGeneral, func(wc *v1alpha1.WorkloadClass) { wc.Spec.Consistency = v1alpha1.ConsistencyFamily }))
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	perArch := map[v1alpha1.Architecture][]string{}
+	for _, r := range res.Rungs {
+		if r.CapacityType != v1alpha1.CapacityTypeSpot {
+			continue
+		}
+		perArch[r.Arch] = append(perArch[r.Arch], r.Slice)
+		if arch, ok := cat.Arch(r.Slice); !ok || arch != string(r.Arch) {
+			t.Errorf("family %s chosen for %s, catalog says %s", r.Slice, r.Arch, arch)
+		}
+		fam, _ := catalog.ParseFamily(r.Slice)
+		if !strings.Contains("cmr", fam.Category) || fam.Generation < 6 {
+			t.Errorf("family %s does not fit the General shape (c/m/r, generation >= 6)", r.Slice)
+		}
+	}
+	if len(perArch[v1alpha1.ArchitectureARM64]) != render.ChosenPerArch || len(perArch[v1alpha1.ArchitectureAMD64]) != render.ChosenPerArch {
+		t.Fatalf("chosen families = %v, want %d per architecture", perArch, render.ChosenPerArch)
+	}
+	// Cheapest first: each chosen family's best spot price per vCPU is no higher than the next one's.
+	origin := provenanceOf(res, "NodePool/"+res.Rungs[0].Name, "spec.template.spec.requirements[karpenter.k8s.aws/instance-family]")
+	if origin != "computed:catalog(cheapest 3 families per architecture by spot average price per vCPU in us-east-1)" {
+		t.Errorf("origin = %q", origin)
+	}
+	gpu := mustRender(t, baseline(), class("gpu", v1alpha1.ProfileGPU, func(wc *v1alpha1.WorkloadClass) { wc.Spec.Consistency = v1alpha1.ConsistencyType }))
+	for _, r := range gpu.Rungs {
+		if ty := cat.Types[r.Slice]; ty == nil || ty.GPUMaker != "nvidia" {
+			t.Errorf("GPU class chose %s", r.Slice)
+		}
 	}
 }
 
@@ -468,13 +506,15 @@ func TestRungNameOver63CharactersIsHashed(t *testing.T) {
 
 func TestLadderLimits(t *testing.T) {
 	b := baseline()
-	renderError(t, b, class("huge", v1alpha1.ProfileGeneral, withFamilies(v1alpha1.ConsistencyFamily, "m7g", "m7i", "c7g", "c7i"),
+	renderError(t, b, class("huge", v1alpha1.ProfileGeneral, withFamilies(v1alpha1.ConsistencyFamily, "m7g", "c7g", "r7g", "m6g", "m7i", "c7i", "r7i", "m6i"),
 		withCapacityTypes(v1alpha1.CapacityTypeSpot, v1alpha1.CapacityTypeOnDemand, v1alpha1.CapacityTypeReserved)),
 		v1alpha1.ReasonInvalidSpec, "spec", "renders 24 rungs")
-	renderError(t, b, class("nofam", v1alpha1.ProfileGeneral, func(wc *v1alpha1.WorkloadClass) { wc.Spec.Consistency = v1alpha1.ConsistencyFamily }),
-		v1alpha1.ReasonInvalidSpec, "spec.consistency", "Family needs spec.instances.families")
-	renderError(t, b, class("notype", v1alpha1.ProfileGeneral, func(wc *v1alpha1.WorkloadClass) { wc.Spec.Consistency = v1alpha1.ConsistencyType }),
-		v1alpha1.ReasonInvalidSpec, "spec.consistency", "Type needs spec.instances.types")
+	renderError(t, b, class("wrongarch", v1alpha1.ProfileGeneral, withFamilies(v1alpha1.ConsistencyFamily, "m7i", "c7i"), withArchitectures(v1alpha1.ArchitectureARM64)),
+		v1alpha1.ReasonInvalidSpec, "spec.instances.families", "none of [m7i c7i] has instance types for architectures [arm64]")
+	renderError(t, b, class("nothing", v1alpha1.ProfileGeneral, func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Consistency = v1alpha1.ConsistencyType
+		wc.Spec.Instances = &v1alpha1.InstanceShape{CPU: &v1alpha1.IntRange{Min: ptr.To[int32](5000)}}
+	}), v1alpha1.ReasonInvalidSpec, "spec.instances.types", "no catalog type in us-east-1 fits the class's shape")
 	renderError(t, b, class("low", v1alpha1.ProfileGeneral, func(wc *v1alpha1.WorkloadClass) {
 		wc.Spec.Weighting = &v1alpha1.Weighting{Ceiling: ptr.To[int32](3)}
 	}), v1alpha1.ReasonInvalidSpec, "spec.weighting.ceiling", "raise it to at least 4")

@@ -1,0 +1,147 @@
+package catalog_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/poolsmith/poolsmith/internal/catalog"
+)
+
+func load(t *testing.T) *catalog.Catalog {
+	t.Helper()
+	c, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestFactsParsedAsKarpenterLabelsDeriveThem(t *testing.T) {
+	c := load(t)
+	for name, want := range map[string]catalog.InstanceType{
+		"m7g.xlarge":     {Name: "m7g.xlarge", Family: "m7g", Category: "m", Generation: 7, Size: "xlarge", Arch: "arm64", VCPU: 4, MemoryMiB: 16384},
+		"g5.xlarge":      {Name: "g5.xlarge", Family: "g5", Category: "g", Generation: 5, Size: "xlarge", Arch: "amd64", VCPU: 4, MemoryMiB: 16384, GPUs: 1, GPUMaker: "nvidia", GPUName: "a10g", GPUMemoryMiB: 24576},
+		"t3.micro":       {Name: "t3.micro", Family: "t3", Category: "t", Generation: 3, Size: "micro", Arch: "amd64", VCPU: 2, MemoryMiB: 1024, Burstable: true},
+		"u-6tb1.metal":   {Name: "u-6tb1.metal", Family: "u-6tb1", Category: "u", Generation: 1, Size: "metal", Arch: "amd64", VCPU: 448, MemoryMiB: 6291456},
+		"g4ad.xlarge":    {Name: "g4ad.xlarge", Family: "g4ad", Category: "g", Generation: 4, Size: "xlarge", Arch: "amd64", VCPU: 4, MemoryMiB: 16384, GPUs: 1, GPUMaker: "amd", GPUName: "radeon-pro-v520", GPUMemoryMiB: 8192},
+		"inf2.xlarge":    {Name: "inf2.xlarge", Family: "inf2", Category: "inf", Generation: 2, Size: "xlarge", Arch: "amd64", VCPU: 4, MemoryMiB: 16384},
+		"m7i-flex.large": {Name: "m7i-flex.large", Family: "m7i-flex", Category: "m", Generation: 7, Size: "large", Arch: "amd64", VCPU: 2, MemoryMiB: 8192},
+	} {
+		got, ok := c.Types[name]
+		if !ok {
+			t.Errorf("%s missing", name)
+			continue
+		}
+		if *got != want {
+			t.Errorf("%s = %+v, want %+v", name, *got, want)
+		}
+	}
+	if len(c.Types) < 1300 {
+		t.Errorf("only %d types", len(c.Types))
+	}
+}
+
+func TestPricesAreConsistent(t *testing.T) {
+	c := load(t)
+	for _, r := range []string{"us-east-1", "us-west-2", "eu-west-1", "eu-central-1"} {
+		if len(c.Prices[r]) < 700 {
+			t.Errorf("%s has %d prices", r, len(c.Prices[r]))
+		}
+	}
+	buckets := map[catalog.Bucket]int{}
+	for r, prices := range c.Prices {
+		for name, p := range prices {
+			if _, ok := c.Types[name]; !ok {
+				t.Errorf("%s %s is priced but unknown", r, name)
+			}
+			if p.OnDemand <= 0 || p.SpotAvg < p.SpotMin || (p.SpotMin > 0 && p.SpotMin > p.OnDemand*1.5) {
+				t.Errorf("%s %s has inconsistent prices %+v", r, name, p)
+			}
+			buckets[p.Interruption]++
+		}
+	}
+	for b := catalog.BucketUnknown; b <= catalog.BucketOver20; b++ {
+		if buckets[b] == 0 {
+			t.Errorf("no price in bucket %s", b)
+		}
+	}
+	if p := c.Prices["us-east-1"]["m7g.xlarge"]; p.OnDemand != 0.1632 {
+		t.Errorf("m7g.xlarge us-east-1 on-demand = %v, want 0.1632", p.OnDemand)
+	}
+}
+
+func TestPriceOnlyTypesAreListed(t *testing.T) {
+	c := load(t)
+	missing := c.MissingFacts()
+	if len(missing) < 400 {
+		t.Errorf("%d price-only types, want about 450", len(missing))
+	}
+	joined := " " + strings.Join(missing, " ") + " "
+	for _, want := range []string{" c8i.large ", " m8i.large ", " r8i.large ", " p6-b200.48xlarge "} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("%s is not among the price-only types", strings.TrimSpace(want))
+		}
+	}
+	if p := c.Prices["us-east-1"]["c8i.large"]; p.OnDemand <= 0 {
+		t.Errorf("c8i.large has no us-east-1 price: %+v", p)
+	}
+	if c.Types["c8i.large"].Matches(nil) {
+		t.Error("a type without facts must not match requirements")
+	}
+}
+
+func TestMatchesDecidesAsKarpenterLabelsWould(t *testing.T) {
+	c := load(t)
+	req := func(key string, op corev1.NodeSelectorOperator, values ...string) karpv1.NodeSelectorRequirementWithMinValues {
+		return karpv1.NodeSelectorRequirementWithMinValues{Key: key, Operator: op, Values: values}
+	}
+	gpuRung := []karpv1.NodeSelectorRequirementWithMinValues{
+		req("karpenter.sh/capacity-type", corev1.NodeSelectorOpIn, "spot"),
+		req("karpenter.k8s.aws/instance-gpu-count", corev1.NodeSelectorOpGt, "0"),
+		req("karpenter.k8s.aws/instance-gpu-manufacturer", corev1.NodeSelectorOpIn, "nvidia"),
+	}
+	if !c.Types["g5.xlarge"].Matches(gpuRung) || c.Types["m7g.xlarge"].Matches(gpuRung) || c.Types["g4ad.xlarge"].Matches(gpuRung) {
+		t.Error("GPU rung matching is wrong")
+	}
+	cpuRung := []karpv1.NodeSelectorRequirementWithMinValues{
+		req("kubernetes.io/arch", corev1.NodeSelectorOpIn, "arm64"),
+		req("karpenter.k8s.aws/instance-cpu", corev1.NodeSelectorOpLt, "9"),
+		req("karpenter.k8s.aws/instance-generation", corev1.NodeSelectorOpGt, "5"),
+		req("karpenter.k8s.aws/instance-gpu-count", corev1.NodeSelectorOpDoesNotExist),
+	}
+	if !c.Types["m7g.xlarge"].Matches(cpuRung) || c.Types["m7g.4xlarge"].Matches(cpuRung) || c.Types["a1.xlarge"].Matches(cpuRung) || c.Types["g5g.xlarge"].Matches(cpuRung) {
+		t.Error("CPU rung matching is wrong")
+	}
+}
+
+// TestGeneratorIsReproducible regenerates the catalog from the pinned sources and
+// compares it byte for byte with the committed file.
+func TestGeneratorIsReproducible(t *testing.T) {
+	out := t.TempDir()
+	cmd := exec.Command("go", "run", ".", "-out", out)
+	cmd.Dir = filepath.Join("..", "..", "hack", "catalog")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("generator: %v\n%s", err, msg)
+	}
+	got, err := os.ReadFile(filepath.Join(out, "zz_generated.catalog.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("zz_generated.catalog.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Error("regenerating the catalog changed it: run make catalog and commit the result")
+	}
+	if len(want) > 300*1024 {
+		t.Errorf("the embedded catalog is %d bytes, over the 300 KB target", len(want))
+	}
+}
