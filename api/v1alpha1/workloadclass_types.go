@@ -308,9 +308,18 @@ type GPUShape struct {
 
 // Weighting says how rung weights are chosen.
 type Weighting struct {
-	// strategy is Static (ladder order alone, the default), Cost or RiskAdjustedCost.
+	// strategy is RiskAdjustedCost (the default: cost with spot prices raised by their
+	// interruption frequency), Cost (price alone) or Static (ladder order alone). Cost
+	// strategies rank rungs by the price of what the profile buys (per vCPU for General and
+	// BurstableCI, per GiB for MemoryOptimized, per GPU for GPU) over the cheapest types
+	// each rung allows, then give them ceiling, ceiling-1, and so on.
 	// +optional
 	Strategy WeightingStrategy `json:"strategy,omitempty"`
+
+	// podShape, when set, ranks rungs by cost per pod-hour instead: each type's price is
+	// divided by how many pods of this shape fit on it after Karpenter's overhead.
+	// +optional
+	PodShape *PodShape `json:"podShape,omitempty"`
 
 	// ceiling is the class's highest weight; rungs get ceiling, ceiling-1, and so on. Give
 	// classes that can take the same pods separate bands. Defaults to 100.
@@ -318,6 +327,21 @@ type Weighting struct {
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	Ceiling *int32 `json:"ceiling,omitempty"`
+}
+
+// PodShape is a reference pod's resource requests.
+// +kubebuilder:validation:XValidation:rule="has(self.cpu) || has(self.memory) || has(self.gpu)",message="podShape needs at least one of cpu, memory or gpu"
+type PodShape struct {
+	// cpu requested by the pod, e.g. 500m.
+	// +optional
+	CPU *resource.Quantity `json:"cpu,omitempty"`
+	// memory requested by the pod, e.g. 1Gi.
+	// +optional
+	Memory *resource.Quantity `json:"memory,omitempty"`
+	// gpu is the number of GPUs (nvidia.com/gpu) requested by the pod.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	GPU *int32 `json:"gpu,omitempty"`
 }
 
 // NodeClassOverrides are the EC2NodeClass fields a WorkloadClass may set on top of its

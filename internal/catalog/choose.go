@@ -36,7 +36,8 @@ const (
 	UnitGPU    Unit = "GPU"
 )
 
-func (u Unit) of(t *InstanceType) float64 {
+// Of is how many units a type offers.
+func (u Unit) Of(t *InstanceType) float64 {
 	switch u {
 	case UnitMemory:
 		return float64(t.MemoryMiB) / 1024
@@ -66,7 +67,7 @@ func (c *Catalog) Cheapest(ch Choice, byFamily bool) []string {
 	best := map[string]float64{}
 	for _, t := range c.Types {
 		p, ok := c.Prices[ch.Region][t.Name]
-		if !ok || !t.Matches(ch.Requirements) || ch.Unit.of(t) == 0 {
+		if !ok || !t.Matches(ch.Requirements) || ch.Unit.Of(t) == 0 {
 			continue
 		}
 		hourly := p.OnDemand
@@ -80,7 +81,7 @@ func (c *Catalog) Cheapest(ch Choice, byFamily bool) []string {
 		if byFamily {
 			key = t.Family
 		}
-		unit := hourly / ch.Unit.of(t)
+		unit := hourly / ch.Unit.Of(t)
 		if prev, seen := best[key]; !seen || unit < prev {
 			best[key] = unit
 		}

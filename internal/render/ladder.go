@@ -94,15 +94,3 @@ func ShortenName(name string) string {
 	sum := sha256.Sum256([]byte(name))
 	return name[:54] + "-" + hex.EncodeToString(sum[:])[:8]
 }
-
-// assignStaticWeights gives rungs ceiling, ceiling-1, ... in ladder order.
-func assignStaticWeights(rungs []Rung, ceiling int32) error {
-	if lowest := ceiling - int32(len(rungs)) + 1; lowest < 1 {
-		return fmt.Errorf("ceiling %d leaves no room for %d rungs with distinct weights of at least 1; raise it to at least %d", ceiling, len(rungs), len(rungs))
-	}
-	for i := range rungs {
-		rungs[i].Weight = ceiling - int32(i)
-		rungs[i].WeightReason = fmt.Sprintf("Static, rung %d of %d in preference order", i+1, len(rungs))
-	}
-	return nil
-}

@@ -518,22 +518,13 @@ func (r *renderer) resolveSlices(t *template, shape *v1alpha1.InstanceShape) {
 // chooseSlices picks, per architecture, the ChosenPerArch families or types with the lowest
 // price per unit of what the profile buys, priced as the class's first capacity type.
 func (r *renderer) chooseSlices(t *template, field string) {
-	unit := catalog.UnitVCPU
-	switch r.profileName {
-	case v1alpha1.ProfileMemoryOptimized:
-		unit = catalog.UnitMemory
-	case v1alpha1.ProfileGPU:
-		unit = catalog.UnitGPU
-	}
+	unit := r.unit()
 	spot := len(t.capacityTypes) > 0 && t.capacityTypes[0] == v1alpha1.CapacityTypeSpot
 	priced := "on-demand"
 	if spot {
 		priced = "spot average"
 	}
-	shape := make([]karpv1.NodeSelectorRequirementWithMinValues, 0, len(t.requirements)+1)
-	for _, req := range t.requirements {
-		shape = append(shape, req.NodeSelectorRequirementWithMinValues)
-	}
+	shape := plain(t.requirements)
 	t.sliceOrigin = OriginComputed(fmt.Sprintf("catalog(cheapest %d %s per architecture by %s price per %s in %s)", ChosenPerArch, t.sliceKind.Plural(), priced, unit, r.region))
 	for _, arch := range t.archs {
 		reqs := append(shape, karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{string(arch)}})
@@ -640,29 +631,11 @@ func (r *renderer) ladder(t *template) []Rung {
 	if w := r.class.Spec.Weighting; w != nil && w.Ceiling != nil {
 		ceiling = *w.Ceiling
 	}
-	if err := assignStaticWeights(rungs, ceiling); err != nil {
+	if err := r.weigh(t, rungs, ceiling); err != nil {
 		r.invalid("spec.weighting.ceiling", err.Error())
 		return nil
 	}
-	if w := r.class.Spec.Weighting; w != nil && w.Strategy != "" && w.Strategy != v1alpha1.WeightingStatic {
-		for i := range rungs {
-			rungs[i].WeightReason = fmt.Sprintf("%s needs the cost model, not available yet; %s", w.Strategy, rungs[i].WeightReason)
-		}
-	}
 	return rungs
-}
-
-// weightOrigin says how weights were computed. Cost strategies need the cost model; until
-// it exists they weigh rungs like Static and say so.
-func (r *renderer) weightOrigin() Origin {
-	strategy := v1alpha1.WeightingStatic
-	if w := r.class.Spec.Weighting; w != nil && w.Strategy != "" {
-		strategy = w.Strategy
-	}
-	if strategy != v1alpha1.WeightingStatic {
-		return OriginComputed(fmt.Sprintf("weight(%s unavailable without the cost model: ladder order)", strategy))
-	}
-	return OriginComputed("weight(Static: ladder order)")
 }
 
 // nodePool renders one rung.
@@ -679,18 +652,7 @@ func (r *renderer) nodePool(t *template, rung Rung) (*karpv1.NodePool, origins) 
 		labels[k] = v
 	}
 
-	// The rung's own slice comes first so that explain reads like the ladder.
-	reqs := []originReq{
-		{karpv1.NodeSelectorRequirementWithMinValues{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{string(rung.CapacityType)}}, t.ctOrigin},
-		{karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{string(rung.Arch)}}, t.archOrigin},
-	}
-	switch rung.SliceKind {
-	case SliceFamily:
-		reqs = append(reqs, originReq{karpv1.NodeSelectorRequirementWithMinValues{Key: LabelInstanceFamily, Operator: corev1.NodeSelectorOpIn, Values: []string{rung.Slice}}, t.sliceOrigin})
-	case SliceType:
-		reqs = append(reqs, originReq{karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{rung.Slice}}, t.sliceOrigin})
-	}
-	reqs = append(reqs, t.requirements...)
+	reqs := rungRequirements(t, rung)
 	requirements := make([]karpv1.NodeSelectorRequirementWithMinValues, len(reqs))
 	keys := requirementKeys(reqs)
 	for i, req := range reqs {
@@ -732,10 +694,35 @@ func (r *renderer) nodePool(t *template, rung Rung) (*karpv1.NodePool, origins) 
 	o.set("kind", OriginComputed("ladder"))
 	o.set("metadata", OriginComputed("class"))
 	o.set("metadata.name", ladderOrigin)
-	o.set("spec.weight", r.weightOrigin())
+	o.set("spec.weight", OriginComputed("weight("+rung.WeightReason+")"))
 	o.set("spec.limits", OriginComputed("class limit split across rungs"))
 	o.set(tmplPath+".spec.nodeClassRef", OriginComputed("class"))
 	return np, o
+}
+
+// rungRequirements are a rung's requirements: its own slice first, so that explain reads
+// like the ladder, then what every rung of the class shares.
+func rungRequirements(t *template, rung Rung) []originReq {
+	reqs := []originReq{
+		{karpv1.NodeSelectorRequirementWithMinValues{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{string(rung.CapacityType)}}, t.ctOrigin},
+		{karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{string(rung.Arch)}}, t.archOrigin},
+	}
+	switch rung.SliceKind {
+	case SliceFamily:
+		reqs = append(reqs, originReq{karpv1.NodeSelectorRequirementWithMinValues{Key: LabelInstanceFamily, Operator: corev1.NodeSelectorOpIn, Values: []string{rung.Slice}}, t.sliceOrigin})
+	case SliceType:
+		reqs = append(reqs, originReq{karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{rung.Slice}}, t.sliceOrigin})
+	}
+	return append(reqs, t.requirements...)
+}
+
+// plain drops the origins.
+func plain(reqs []originReq) []karpv1.NodeSelectorRequirementWithMinValues {
+	out := make([]karpv1.NodeSelectorRequirementWithMinValues, len(reqs))
+	for i, r := range reqs {
+		out[i] = r.NodeSelectorRequirementWithMinValues
+	}
+	return out
 }
 
 // requirementKeys names each requirement in paths: its key, or key,operator where one key

@@ -388,7 +388,9 @@ func TestRegressionClassTagContradictingBaselineIsAnError(t *testing.T) {
 }
 
 func TestRegressionMixedArchPrefersArm64WithinEachCapacityType(t *testing.T) {
-	res := mustRender(t, baseline(), class("web", v1alpha1.ProfileGeneral))
+	res := mustRender(t, baseline(), class("web", v1alpha1.ProfileGeneral, func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Weighting = &v1alpha1.Weighting{Strategy: v1alpha1.WeightingStatic}
+	}))
 	weight := map[string]int32{}
 	for _, r := range res.Rungs {
 		weight[string(r.CapacityType)+"/"+string(r.Arch)] = r.Weight
@@ -424,7 +426,7 @@ func TestRegressionRungsOfOneClassArePairwiseDisjoint(t *testing.T) {
 func TestLadderNestingNamesAndStaticWeights(t *testing.T) {
 	res := mustRender(t, baseline(), class("web", v1alpha1.ProfileGeneral,
 		withFamilies(v1alpha1.ConsistencyFamily, "m7g", "m7i", "c7g", "zz9"), func(wc *v1alpha1.WorkloadClass) {
-			wc.Spec.Weighting = &v1alpha1.Weighting{Ceiling: ptr.To[int32](50)}
+			wc.Spec.Weighting = &v1alpha1.Weighting{Strategy: v1alpha1.WeightingStatic, Ceiling: ptr.To[int32](50)}
 		}))
 	var got []string
 	for i, r := range res.Rungs {

@@ -1,0 +1,239 @@
+package render
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/catalog"
+)
+
+// RiskPenalty multiplies a spot price by its Spot Instance Advisor interruption bucket
+// under RiskAdjustedCost: an interruption costs the restart of the node's pods and a new
+// launch, so a frequently interrupted type is worth less than its price says. A type the
+// advisor has no figure for is treated as between 10-15% and 15-20%. On-demand and
+// reserved prices are not adjusted.
+var RiskPenalty = map[catalog.Bucket]float64{
+	catalog.BucketUnder5:  1.00,
+	catalog.Bucket5To10:   1.05,
+	catalog.Bucket10To15:  1.10,
+	catalog.Bucket15To20:  1.20,
+	catalog.BucketOver20:  1.35,
+	catalog.BucketUnknown: 1.15,
+}
+
+// CheapestFew is how many of a rung's cheapest types set its price: the mean of their
+// unit prices, so one odd type does not decide a rung.
+const CheapestFew = 3
+
+// Karpenter's node overhead, as the cost per pod-hour model subtracts it from a type's
+// capacity: kube-reserved CPU of 6% of the first core, 1% of the second, 0.5% of the
+// third and fourth and 0.25% of the rest; kube-reserved memory of 255 MiB plus 11 MiB per
+// pod at maxPods 110 (the model does not know each type's ENI limit); the 100 MiB hard
+// eviction threshold. System-reserved is zero unless the kubelet sets it.
+const (
+	overheadMaxPods       = 110
+	overheadEvictionMiB   = 100
+	overheadKubeMemoryMiB = 255
+)
+
+// rungCost is what a rung's nodes cost per unit of what the class buys.
+type rungCost struct {
+	known     bool
+	price     float64 // what ranks the rung: after the risk penalty under RiskAdjustedCost
+	raw       float64 // mean price before the penalty
+	penalty   float64
+	bucket    catalog.Bucket // of the cheapest type
+	types     []string
+	unit      string
+	priceKind string // spot, on-demand or reserved
+}
+
+// strategy is the class's weighting strategy, RiskAdjustedCost by default.
+func (r *renderer) strategy() v1alpha1.WeightingStrategy {
+	if w := r.class.Spec.Weighting; w != nil && w.Strategy != "" {
+		return w.Strategy
+	}
+	return v1alpha1.WeightingRiskAdjustedCost
+}
+
+// weigh gives each rung its weight: ceiling, ceiling-1, ... in ladder order (Static) or
+// in order of cost. Rungs without a price keep their ladder order after priced ones;
+// without any price for the region every rung keeps its ladder order.
+func (r *renderer) weigh(t *template, rungs []Rung, ceiling int32) error {
+	if lowest := ceiling - int32(len(rungs)) + 1; lowest < 1 {
+		return fmt.Errorf("ceiling %d leaves no room for %d rungs with distinct weights of at least 1; raise it to at least %d", ceiling, len(rungs), len(rungs))
+	}
+	strategy := r.strategy()
+	order := make([]int, len(rungs))
+	for i := range order {
+		order[i] = i
+	}
+	costs := make([]rungCost, len(rungs))
+	_, regionPriced := r.catalog.Prices[r.region]
+	if strategy != v1alpha1.WeightingStatic && regionPriced {
+		for i, rung := range rungs {
+			costs[i] = r.rungCost(t, rung, strategy == v1alpha1.WeightingRiskAdjustedCost)
+		}
+		sort.SliceStable(order, func(a, b int) bool {
+			ca, cb := costs[order[a]], costs[order[b]]
+			if ca.known != cb.known {
+				return ca.known
+			}
+			if ca.known && round9(ca.price) != round9(cb.price) {
+				return ca.price < cb.price
+			}
+			return order[a] < order[b]
+		})
+	}
+	for rank, i := range order {
+		rungs[i].Weight = ceiling - int32(rank)
+		rungs[i].WeightReason = r.weightReason(strategy, regionPriced, costs[i], rank, len(rungs))
+	}
+	return nil
+}
+
+func (r *renderer) weightReason(strategy v1alpha1.WeightingStrategy, regionPriced bool, c rungCost, rank, n int) string {
+	switch {
+	case strategy == v1alpha1.WeightingStatic:
+		return fmt.Sprintf("Static, rung %d of %d in preference order", rank+1, n)
+	case !regionPriced:
+		return fmt.Sprintf("%s: the catalog has no prices for %s, so rungs keep their preference order (rank %d of %d)", strategy, r.region, rank+1, n)
+	case !c.known:
+		return fmt.Sprintf("%s: no catalog price for the rung's types in %s; ranked after priced rungs, in preference order (rank %d of %d)", strategy, r.region, rank+1, n)
+	case c.priceKind == string(v1alpha1.CapacityTypeReserved):
+		return fmt.Sprintf("%s: reserved capacity is already paid for (rank %d of %d)", strategy, rank+1, n)
+	}
+	s := fmt.Sprintf("$%.4f/%s-h %s", c.raw, c.unit, c.priceKind)
+	if c.priceKind == string(v1alpha1.CapacityTypeSpot) {
+		s += ", interruption " + c.bucket.String()
+		if strategy == v1alpha1.WeightingRiskAdjustedCost {
+			s += fmt.Sprintf(" (x%.2f = $%.4f)", c.penalty, c.price)
+		}
+	}
+	return fmt.Sprintf("%s: %s, mean of %s in %s (rank %d of %d)", strategy, s, strings.Join(c.types, ", "), r.region, rank+1, n)
+}
+
+// rungCost prices a rung over the CheapestFew types it allows.
+func (r *renderer) rungCost(t *template, rung Rung, riskAdjusted bool) rungCost {
+	c := rungCost{unit: string(r.unit()), priceKind: string(rung.CapacityType)}
+	if r.podShape() != nil {
+		c.unit = "pod"
+	}
+	if rung.CapacityType == v1alpha1.CapacityTypeReserved {
+		return rungCost{known: true, priceKind: c.priceKind}
+	}
+	reqs := rungRequirements(t, rung)
+	type candidate struct {
+		name           string
+		unitPrice, adj float64
+		bucket         catalog.Bucket
+	}
+	var cands []candidate
+	for _, ty := range r.catalog.Types {
+		p, ok := r.catalog.Prices[r.region][ty.Name]
+		if !ok || !ty.Matches(plain(reqs)) {
+			continue
+		}
+		hourly := p.OnDemand
+		if rung.CapacityType == v1alpha1.CapacityTypeSpot {
+			if p.SpotAvg == 0 {
+				continue
+			}
+			hourly = p.SpotAvg
+		}
+		units := r.unitsOf(ty)
+		if units <= 0 {
+			continue
+		}
+		cand := candidate{name: ty.Name, unitPrice: hourly / units, bucket: p.Interruption}
+		cand.adj = cand.unitPrice
+		if riskAdjusted && rung.CapacityType == v1alpha1.CapacityTypeSpot {
+			cand.adj *= RiskPenalty[p.Interruption]
+		}
+		cands = append(cands, cand)
+	}
+	if len(cands) == 0 {
+		return c
+	}
+	sort.Slice(cands, func(a, b int) bool {
+		if round9(cands[a].adj) != round9(cands[b].adj) {
+			return cands[a].adj < cands[b].adj
+		}
+		return cands[a].name < cands[b].name
+	})
+	few := cands[:min(CheapestFew, len(cands))]
+	var raw, adj float64
+	for _, cand := range few {
+		raw += cand.unitPrice
+		adj += cand.adj
+		c.types = append(c.types, cand.name)
+	}
+	c.known, c.raw, c.price, c.bucket = true, raw/float64(len(few)), adj/float64(len(few)), few[0].bucket
+	c.penalty = c.price / c.raw
+	return c
+}
+
+func (r *renderer) podShape() *v1alpha1.PodShape {
+	if w := r.class.Spec.Weighting; w != nil {
+		return w.PodShape
+	}
+	return nil
+}
+
+// unit is what the profile buys.
+func (r *renderer) unit() catalog.Unit {
+	switch r.profileName {
+	case v1alpha1.ProfileMemoryOptimized:
+		return catalog.UnitMemory
+	case v1alpha1.ProfileGPU:
+		return catalog.UnitGPU
+	}
+	return catalog.UnitVCPU
+}
+
+// unitsOf is how many units of what the class buys a type offers: the profile's unit, or
+// with a pod shape how many such pods fit after Karpenter's overhead.
+func (r *renderer) unitsOf(t *catalog.InstanceType) float64 {
+	shape := r.podShape()
+	if shape == nil {
+		return r.unit().Of(t)
+	}
+	fit := math.Inf(1)
+	if shape.CPU != nil && shape.CPU.MilliValue() > 0 {
+		fit = math.Min(fit, math.Floor((float64(t.VCPU)*1000-kubeReservedMilliCPU(t.VCPU))/float64(shape.CPU.MilliValue())))
+	}
+	if shape.Memory != nil && shape.Memory.Value() > 0 {
+		allocatable := float64(t.MemoryMiB) - overheadKubeMemoryMiB - 11*overheadMaxPods - overheadEvictionMiB
+		fit = math.Min(fit, math.Floor(allocatable*(1<<20)/float64(shape.Memory.Value())))
+	}
+	if shape.GPU != nil && *shape.GPU > 0 {
+		fit = math.Min(fit, math.Floor(float64(t.GPUs)/float64(*shape.GPU)))
+	}
+	if math.IsInf(fit, 1) || fit < 1 {
+		return 0
+	}
+	return math.Min(fit, overheadMaxPods)
+}
+
+// kubeReservedMilliCPU is Karpenter's kube-reserved CPU for a node of n vCPUs.
+func kubeReservedMilliCPU(n int) float64 {
+	reserved := 0.0
+	for core := 1; core <= n; core++ {
+		switch {
+		case core == 1:
+			reserved += 60
+		case core == 2:
+			reserved += 10
+		case core <= 4:
+			reserved += 5
+		default:
+			reserved += 2.5
+		}
+	}
+	return reserved
+}
+
+func round9(v float64) float64 { return math.Round(v*1e9) / 1e9 }

@@ -1,0 +1,152 @@
+package render_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/render"
+)
+
+// testCatalog has two families a type each: fa1 is cheaper but interrupted >20% of the
+// time, fb1 a little dearer and interrupted <5%.
+func testCatalog(t *testing.T, extra string) *catalog.Catalog {
+	t.Helper()
+	c, err := catalog.Parse(`# test catalog
+type	fa1.large	fa1	fa	1	large	amd64	2	4096	0	-	-	0	0
+type	fb1.large	fb1	fb	1	large	amd64	2	4096	0	-	-	0	0
+price	us-east-1	fa1.large	0.1	0.019	0.02	4
+price	us-east-1	fb1.large	0.1	0.021	0.022	0
+` + extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func weights(t *testing.T, cat *catalog.Catalog, region string, mutate ...func(*v1alpha1.WorkloadClass)) map[string]int32 {
+	t.Helper()
+	wc := class("w", v1alpha1.ProfileGeneral, append([]func(*v1alpha1.WorkloadClass){
+		withTypes("fa1.large", "fb1.large"), withArchitectures(v1alpha1.ArchitectureAMD64), withCapacityTypes(v1alpha1.CapacityTypeSpot),
+	}, mutate...)...)
+	res, err := render.Render(baseline(), wc, render.Options{Catalog: cat, Region: region})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int32{}
+	for _, r := range res.Rungs {
+		out[r.Slice] = r.Weight
+		if r.WeightReason == "" {
+			t.Errorf("rung %s has no weight reason", r.Name)
+		}
+	}
+	return out
+}
+
+func strategy(s v1alpha1.WeightingStrategy) func(*v1alpha1.WorkloadClass) {
+	return func(wc *v1alpha1.WorkloadClass) {
+		if wc.Spec.Weighting == nil {
+			wc.Spec.Weighting = &v1alpha1.Weighting{}
+		}
+		wc.Spec.Weighting.Strategy = s
+	}
+}
+
+func TestRiskAdjustedCostRanksAStableTypeAboveACheaperFlakyOne(t *testing.T) {
+	cat := testCatalog(t, "")
+	cost := weights(t, cat, "us-east-1", strategy(v1alpha1.WeightingCost))
+	if cost["fa1.large"] <= cost["fb1.large"] {
+		t.Errorf("Cost: the cheaper type must rank first, got %v", cost)
+	}
+	risk := weights(t, cat, "us-east-1") // RiskAdjustedCost is the default
+	if risk["fb1.large"] <= risk["fa1.large"] {
+		t.Errorf("RiskAdjustedCost: the stable type must rank first at a 10%% price difference, got %v", risk)
+	}
+	static := weights(t, cat, "us-east-1", strategy(v1alpha1.WeightingStatic))
+	if static["fa1.large"] != 100 || static["fb1.large"] != 99 {
+		t.Errorf("Static keeps the order the class gives, got %v", static)
+	}
+}
+
+func TestMissingRegionGivesNeutralWeights(t *testing.T) {
+	wc := class("w", v1alpha1.ProfileGeneral, withTypes("fa1.large", "fb1.large"), withArchitectures(v1alpha1.ArchitectureAMD64), withCapacityTypes(v1alpha1.CapacityTypeSpot))
+	res, err := render.Render(baseline(), wc, render.Options{Catalog: testCatalog(t, ""), Region: "ap-south-9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rungs[0].Weight != 100 || res.Rungs[1].Weight != 99 || !strings.Contains(res.Rungs[0].WeightReason, "no prices for ap-south-9") {
+		t.Errorf("rungs = %+v", res.Rungs)
+	}
+}
+
+func TestCostPerPodHourCountsPodsAfterOverhead(t *testing.T) {
+	// fc1: 2 vCPU for $0.10 ($0.05/vCPU) holds one 1-CPU pod after kube-reserved;
+	// fd1: 4 vCPU for $0.22 ($0.055/vCPU) holds three: $0.073/pod.
+	cat := testCatalog(t, `type	fc1.large	fc1	fc	1	large	amd64	2	8192	0	-	-	0	0
+type	fd1.xlarge	fd1	fd	1	xlarge	amd64	4	16384	0	-	-	0	0
+price	us-east-1	fc1.large	0.1	0	0	-
+price	us-east-1	fd1.xlarge	0.22	0	0	-
+`)
+	render := func(shape *v1alpha1.PodShape) map[string]int32 {
+		return weights(t, cat, "us-east-1", withTypes("fc1.large", "fd1.xlarge"), withCapacityTypes(v1alpha1.CapacityTypeOnDemand), func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.Weighting = &v1alpha1.Weighting{Strategy: v1alpha1.WeightingCost, PodShape: shape}
+		})
+	}
+	if w := render(nil); w["fc1.large"] <= w["fd1.xlarge"] {
+		t.Errorf("per vCPU the 2-vCPU type is cheaper: %v", w)
+	}
+	if w := render(&v1alpha1.PodShape{CPU: ptr.To(resource.MustParse("1"))}); w["fd1.xlarge"] <= w["fc1.large"] {
+		t.Errorf("per pod-hour the 4-vCPU type is cheaper: %v", w)
+	}
+	if w := render(&v1alpha1.PodShape{Memory: ptr.To(resource.MustParse("64Gi"))}); w["fc1.large"] != 100 || w["fd1.xlarge"] != 99 {
+		// Neither type fits a 64Gi pod: no price, preference order kept.
+		t.Errorf("unfit pod shape: %v", w)
+	}
+}
+
+// TestGoldenWeights records each sample's weights and reasons under each strategy in
+// testdata/golden/weights.txt; -update rewrites it.
+func TestGoldenWeights(t *testing.T) {
+	classes, b := goldenInputs(t)
+	var lines []string
+	for name, wc := range classes {
+		if !strings.HasPrefix(name, "sample-") {
+			continue
+		}
+		for _, s := range []v1alpha1.WeightingStrategy{v1alpha1.WeightingStatic, v1alpha1.WeightingCost, v1alpha1.WeightingRiskAdjustedCost} {
+			wc := wc.DeepCopy()
+			strategy(s)(wc)
+			res, err := render.Render(b, wc, render.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range res.Rungs {
+				lines = append(lines, fmt.Sprintf("%s\t%s\t%s\t%d\t%s", wc.Name, s, r.Name, r.Weight, r.WeightReason))
+			}
+		}
+	}
+	sort.Strings(lines)
+	got := strings.Join(lines, "\n") + "\n"
+	path := filepath.Join(goldenDir, "weights.txt")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs; run go test ./internal/render -update and review:\n%s", path, got)
+	}
+}
