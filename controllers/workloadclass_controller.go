@@ -7,6 +7,7 @@ import (
 	"time"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -50,6 +51,8 @@ type WorkloadClassReconciler struct {
 	APIReader               client.Reader
 	Recorder                events.EventRecorder
 	MaxConcurrentReconciles int
+	// Signals supplies the region and spot signals cost strategies price with.
+	Signals *CostSignals
 }
 
 // +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses,verbs=get;list;watch;update;patch
@@ -109,7 +112,11 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	res, err := render.Render(baseline, wc, render.Options{Usage: live.usage()})
+	cat, freshness, err := r.Signals.Catalog(ctx, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	res, err := render.Render(baseline, wc, render.Options{Usage: live.usage(), Region: r.Signals.Region, Catalog: cat})
 	if err != nil {
 		var rerrs render.Errors
 		if errors.As(err, &rerrs) {
@@ -144,8 +151,9 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 	}
 	r.setRungs(wc, res, live, retiring)
 	r.synced(wc, res, live)
+	setSignalsCondition(wc, freshness, res.CostBased)
 	wc.Status.ObservedGeneration = wc.Generation
-	return ctrl.Result{}, nil
+	return requeueForStaleness(ctrl.Result{}, freshness, r.Signals.now()), nil
 }
 
 // finalize deletes the class's NodePools, then its EC2NodeClass, then lets the class go.
@@ -230,6 +238,8 @@ func (r *WorkloadClassReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&awsv1.EC2NodeClass{}).
 		Watches(&v1alpha1.Baseline{}, handler.EnqueueRequestsFromMapFunc(r.classesForBaseline),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// The cache holds only the signals ConfigMap (see internal/operator).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.classesForSignals)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
 }

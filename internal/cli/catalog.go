@@ -27,7 +27,7 @@ type catalogRow struct {
 
 func newCatalogCommand() *cobra.Command {
 	var flags inputFlags
-	var region, class string
+	var class string
 	var missing bool
 	c := &cobra.Command{
 		Use:   "catalog [--region R] [-f PATH --class NAME] [--missing-facts]",
@@ -41,10 +41,11 @@ first. --missing-facts lists the types known only by price (from Karpenter's tab
   poolsmith catalog --missing-facts`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			cat, err := catalog.Load()
+			opts, err := flags.options()
 			if err != nil {
 				return err
 			}
+			cat, region := opts.Catalog, flags.region
 			if !slices.Contains(flags.outputs(), flags.output) {
 				return usageError{fmt.Errorf("unknown output format %q (allowed: table, json)", flags.output)}
 			}
@@ -74,7 +75,6 @@ first. --missing-facts lists the types known only by price (from Karpenter's tab
 		},
 	}
 	flags.register(c, "table (default) or json")
-	c.Flags().StringVar(&region, "region", "us-east-1", "region whose prices to show")
 	c.Flags().StringVar(&class, "class", "", "with -f: list the types each rung of this WorkloadClass allows")
 	c.Flags().BoolVar(&missing, "missing-facts", false, "list the types known only by their us-east-1 price")
 	return c

@@ -6,22 +6,29 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/poolsmith/poolsmith/internal/manifest"
+	"github.com/poolsmith/poolsmith/internal/signals"
 	"github.com/poolsmith/poolsmith/internal/testenv"
 )
 
-func TestDiffAgainstALiveCluster(t *testing.T) {
+// liveCluster starts a control plane for one test and writes a kubeconfig for it.
+func liveCluster(t *testing.T) (*testenv.Env, string) {
+	t.Helper()
 	env, err := testenv.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = env.Stop() }()
-	user, err := env.AddUser(envtest.User{Name: "diff", Groups: []string{"system:masters"}}, nil)
+	t.Cleanup(func() { _ = env.Stop() })
+	user, err := env.AddUser(envtest.User{Name: "cli", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,6 +40,39 @@ func TestDiffAgainstALiveCluster(t *testing.T) {
 	if err := os.WriteFile(kubeconfig, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return env, kubeconfig
+}
+
+func TestSignalsPublishWritesWhatTheControllerReads(t *testing.T) {
+	env, kubeconfig := liveCluster(t)
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "poolsmith-system"}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second run updates the same ConfigMap
+		code, out, stderr := run(t, "", "signals", "publish", "--feed", "../signals/testdata/spot-advisor-data.json", "--region", "us-east-1", "--kubeconfig", kubeconfig)
+		if code != ExitOK || !strings.Contains(out, "spot signals for us-east-1") {
+			t.Fatalf("exit %d: %s%s", code, out, stderr)
+		}
+	}
+	cm := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "poolsmith-system", Name: "poolsmith-signals"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	s, err := signals.FromConfigMap(cm, "us-east-1")
+	if err != nil || s == nil || len(s.Buckets) != 6 || time.Since(s.FetchedAt) > time.Minute {
+		t.Fatalf("published signals: %+v, %v", s, err)
+	}
+	if strings.Contains(cm.Data[signals.AdvisorKey], "eu-west-1") {
+		t.Error("other regions must be filtered out")
+	}
+	if code, _, stderr := run(t, "", "signals", "publish", "--feed", "../signals/testdata/spot-advisor-data.json", "--region", "ap-south-9", "--dry-run"); code != ExitFindings || !strings.Contains(stderr, "no Linux data for ap-south-9") {
+		t.Errorf("unknown region: exit %d %s", code, stderr)
+	}
+}
+
+func TestDiffAgainstALiveCluster(t *testing.T) {
+	env, kubeconfig := liveCluster(t)
 	ctx := context.Background()
 	ci := samples + "/poolsmith_v1alpha1_workloadclass_ci.yaml"
 	base := samples + "/poolsmith_v1alpha1_baseline.yaml"

@@ -19,6 +19,8 @@ type input struct {
 	classes   []*v1alpha1.WorkloadClass
 	// where names each object's file and document, by KIND/NAME.
 	where map[string]string
+	// opts are what every class is rendered with.
+	opts render.Options
 }
 
 // inputError is invalid input: every message names the file, the object and the field.
@@ -91,7 +93,7 @@ func (in *input) renderEach() []lint.Class {
 		if c.Baseline == nil {
 			c.Err = fmt.Errorf("spec.baselineRef: Baseline %q is not in the input", baselineName(wc))
 		} else {
-			c.Result, c.Err = render.Render(c.Baseline, wc, render.Options{})
+			c.Result, c.Err = render.Render(c.Baseline, wc, in.opts)
 		}
 		out = append(out, c)
 	}

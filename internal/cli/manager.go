@@ -4,21 +4,25 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/operator"
 )
 
 // managerFlags are the manager command's flags.
 type managerFlags struct {
 	operator.Options
-	kubeconfig string
-	zap        zap.Options
+	kubeconfig       string
+	signalsConfigMap string
+	zap              zap.Options
 }
 
 func (f *managerFlags) register(c *cobra.Command) {
@@ -31,6 +35,9 @@ func (f *managerFlags) register(c *cobra.Command) {
 	fs.IntVar(&f.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "WorkloadClasses reconciled in parallel")
 	fs.Float32Var(&f.QPS, "kube-api-qps", 50, "steady queries per second to the API server")
 	fs.IntVar(&f.Burst, "kube-api-burst", 100, "burst of queries to the API server")
+	fs.StringVar(&f.Region, "region", catalog.DefaultRegion, "the cluster's AWS region: selects the prices and spot signals cost weights use")
+	fs.StringVar(&f.signalsConfigMap, "signals-configmap", operator.DefaultSignalsConfigMap.String(), "NAMESPACE/NAME of the ConfigMap holding the Spot Instance Advisor feed; it is watched")
+	fs.DurationVar(&f.SignalsMaxAge, "signals-max-age", operator.DefaultSignalsMaxAge, "how old spot signals may be before they count as stale and the catalog is used instead")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	f.zap.BindFlags(goflags)
 	fs.AddGoFlagSet(goflags)
@@ -61,6 +68,11 @@ func runManager(c *cobra.Command, flags *managerFlags) error {
 	if flags.LeaderElection && flags.LeaderElectionNamespace == "" && !inCluster {
 		return usageError{fmt.Errorf("--leader-election-namespace is required out of cluster while --leader-elect is on (or pass --leader-elect=false)")}
 	}
+	ns, name, ok := strings.Cut(flags.signalsConfigMap, "/")
+	if !ok || ns == "" || name == "" {
+		return usageError{fmt.Errorf("--signals-configmap %q must be NAMESPACE/NAME", flags.signalsConfigMap)}
+	}
+	flags.SignalsConfigMap = types.NamespacedName{Namespace: ns, Name: name}
 	ctx := ctrl.SetupSignalHandler()
 	mgr, err := operator.New(ctx, cfg, flags.Options)
 	if err != nil {

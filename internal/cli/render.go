@@ -4,24 +4,57 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"sort"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/render"
+	"github.com/poolsmith/poolsmith/internal/signals"
 )
 
 // inputFlags are the -f flags every offline command takes.
 type inputFlags struct {
-	files  []string
-	output string
+	files   []string
+	output  string
+	region  string
+	signals string
 }
 
 func (f *inputFlags) register(c *cobra.Command, outputs string) {
 	c.Flags().StringSliceVarP(&f.files, "filename", "f", nil, "file, directory or - (stdin) of multi-document YAML with Baselines and WorkloadClasses; repeatable")
 	c.Flags().StringVarP(&f.output, "output", "o", "", "output format: "+outputs)
+	c.Flags().StringVar(&f.region, "region", catalog.DefaultRegion, "AWS region whose prices and spot signals cost weights use")
+	c.Flags().StringVar(&f.signals, "signals", "", "spot signals to price with: the signals ConfigMap (YAML) or the Spot Instance Advisor feed (spot-advisor-data.json)")
+}
+
+// options are the render options the flags give: region, and the catalog with any
+// signals applied.
+func (f *inputFlags) options() (render.Options, error) {
+	cat, err := catalog.Load()
+	if err != nil {
+		return render.Options{}, err
+	}
+	opts := render.Options{Region: f.region, Catalog: cat}
+	if f.signals == "" {
+		return opts, nil
+	}
+	data, err := os.ReadFile(f.signals)
+	if err != nil {
+		return opts, inputError{fmt.Sprintf("--signals: %v", err)}
+	}
+	s, err := signals.FromFile(data, f.signals, f.region)
+	if err != nil {
+		return opts, inputError{fmt.Sprintf("--signals: %v", err)}
+	}
+	if s == nil {
+		return opts, inputError{fmt.Sprintf("--signals %s has no Linux data for region %s", f.signals, f.region)}
+	}
+	opts.Catalog = s.Apply(cat)
+	return opts, nil
 }
 
 // load checks -o against the allowed formats and reads the input.
@@ -29,7 +62,14 @@ func (f *inputFlags) load(c *cobra.Command, allowed ...string) (*input, error) {
 	if !slices.Contains(allowed, f.output) {
 		return nil, usageError{fmt.Errorf("unknown output format %q (allowed: %v)", f.output, allowed[1:])}
 	}
-	return loadInput(f.files, c.InOrStdin(), c.ErrOrStderr())
+	in, err := loadInput(f.files, c.InOrStdin(), c.ErrOrStderr())
+	if err != nil {
+		return nil, err
+	}
+	if in.opts, err = f.options(); err != nil {
+		return nil, err
+	}
+	return in, nil
 }
 
 // renderAll loads the input and renders it, failing on any class that cannot render.

@@ -8,9 +8,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -22,6 +26,7 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/controllers"
+	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/scheme"
 )
 
@@ -36,7 +41,21 @@ type Options struct {
 	Burst                   int
 	// SkipNameValidation allows a second manager in one process (tests restart it).
 	SkipNameValidation bool
+	// Region is the cluster's region, for prices; default us-east-1.
+	Region string
+	// SignalsConfigMap holds spot signals; default poolsmith-system/poolsmith-signals.
+	SignalsConfigMap types.NamespacedName
+	// SignalsMaxAge is how old signals may be; default 48h.
+	SignalsMaxAge time.Duration
+	// Now is the controller's clock (tests); time.Now when nil.
+	Now func() time.Time
 }
+
+// Defaults for Options.
+var (
+	DefaultSignalsConfigMap = types.NamespacedName{Namespace: "poolsmith-system", Name: "poolsmith-signals"}
+	DefaultSignalsMaxAge    = 48 * time.Hour
+)
 
 // LeaderElectionID names the Lease the replicas compete for.
 const LeaderElectionID = "poolsmith.dev"
@@ -49,6 +68,15 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	}
 	if opts.Burst > 0 {
 		cfg.Burst = opts.Burst
+	}
+	if opts.Region == "" {
+		opts.Region = catalog.DefaultRegion
+	}
+	if opts.SignalsConfigMap.Name == "" {
+		opts.SignalsConfigMap = DefaultSignalsConfigMap
+	}
+	if opts.SignalsMaxAge == 0 {
+		opts.SignalsMaxAge = DefaultSignalsMaxAge
 	}
 	managed := labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -66,6 +94,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&karpv1.NodePool{}:    {Label: managed},
 			&awsv1.EC2NodeClass{}: {Label: managed},
+			// Only the signals ConfigMap: no other ConfigMap of the cluster is cached.
+			&corev1.ConfigMap{}: {
+				Namespaces: map[string]cache.Config{opts.SignalsConfigMap.Namespace: {}},
+				Field:      fields.OneTermEqualSelector("metadata.name", opts.SignalsConfigMap.Name),
+			},
 		}},
 	})
 	if err != nil {
@@ -79,6 +112,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		APIReader:               mgr.GetAPIReader(),
 		Recorder:                mgr.GetEventRecorder("poolsmith"),
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+		Signals:                 &controllers.CostSignals{ConfigMap: opts.SignalsConfigMap, Region: opts.Region, MaxAge: opts.SignalsMaxAge, Now: opts.Now},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the WorkloadClass controller: %w", err)
 	}

@@ -48,7 +48,9 @@ type Result struct {
 	// Class is the WorkloadClass's name.
 	Class string
 	// Profile is the resolved profile.
-	Profile   v1alpha1.Profile
+	Profile v1alpha1.Profile
+	// CostBased is true when weights come from prices (Cost or RiskAdjustedCost).
+	CostBased bool
 	NodeClass *awsv1.EC2NodeClass
 	// NodePools are in ladder order, most preferred first.
 	NodePools []*karpv1.NodePool
@@ -144,7 +146,7 @@ func Render(baseline *v1alpha1.Baseline, class *v1alpha1.WorkloadClass, opts Opt
 		return nil, r.errs
 	}
 
-	res := &Result{Class: class.Name, Profile: r.profileName, NodeClass: nodeClass, Rungs: rungs}
+	res := &Result{Class: class.Name, Profile: r.profileName, NodeClass: nodeClass, Rungs: rungs, CostBased: r.strategy() != v1alpha1.WeightingStatic}
 	nodeClassDoc, err := CleanJSON(nodeClass)
 	if err != nil {
 		return nil, err

@@ -85,7 +85,21 @@ func TestDefaultKustomizationIsAcceptedAndLeastPrivilege(t *testing.T) {
 			}
 		}
 	}
-	for kind, want := range map[string]int{"Namespace": 1, "CustomResourceDefinition": 2, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1, "Deployment": 1} {
+	// The signals refresh sample goes into the namespace config/default created.
+	refresh, err := manifest.Load([]string{"../../config/samples/signals"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range refresh {
+		if err := env.Client.Patch(ctx, o.Unstructured, client.Apply, client.FieldOwner("deploy-test"), client.ForceOwnership, client.DryRunAll); err != nil {
+			t.Errorf("%s rejected: %v", o.Where(), err)
+		}
+	}
+	if len(refresh) != 4 {
+		t.Errorf("config/samples/signals has %d objects, want 4", len(refresh))
+	}
+
+	for kind, want := range map[string]int{"Namespace": 1, "CustomResourceDefinition": 2, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 2, "RoleBinding": 2, "Deployment": 1} {
 		if kinds[kind] != want {
 			t.Errorf("config/default has %d %s, want %d", kinds[kind], kind, want)
 		}

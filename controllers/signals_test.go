@@ -1,0 +1,96 @@
+package controllers_test
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/controllers"
+	"github.com/poolsmith/poolsmith/internal/operator"
+	"github.com/poolsmith/poolsmith/internal/signals"
+)
+
+// signalsConfigMap is the signals ConfigMap with m7g.large and m7i.large priced 5% apart
+// and the given advisor ranges (0 <5% ... 4 >20%).
+func signalsConfigMap(m7gRange, m7iRange int, fetchedAt time.Time) *corev1.ConfigMap {
+	feed := fmt.Sprintf(`{"ranges":[{"index":0,"label":"<5%%","max":5},{"index":1,"label":"5-10%%","max":11},{"index":2,"label":"10-15%%","max":16},{"index":3,"label":"15-20%%","max":22},{"index":4,"label":">20%%","max":100}],
+"spot_advisor":{"us-east-1":{"Linux":{"m7g.large":{"s":60,"r":%d},"m7i.large":{"s":60,"r":%d}}}}}`, m7gRange, m7iRange)
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: operator.DefaultSignalsConfigMap.Name, Namespace: operator.DefaultSignalsConfigMap.Namespace,
+			Annotations: map[string]string{signals.FetchedAtAnnotation: fetchedAt.UTC().Format(time.RFC3339)},
+		},
+		Data: map[string]string{
+			signals.AdvisorKey: feed,
+			signals.PricesKey:  `{"m7g.large": {"onDemand": 0.08, "spot": 0.050}, "m7i.large": {"onDemand": 0.1, "spot": 0.0525}}`,
+		},
+	}
+}
+
+func weightsOf(class string) func() string {
+	return func() string {
+		return fmt.Sprintf("m7g=%d m7i=%d",
+			*get(&karpv1.NodePool{}, class+"-spot-arm64-m7g-large").Spec.Weight,
+			*get(&karpv1.NodePool{}, class+"-spot-amd64-m7i-large").Spec.Weight)
+	}
+}
+
+var _ = Describe("Spot signals", Ordered, func() {
+	const class = "signals"
+
+	BeforeAll(func() {
+		create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operator.DefaultSignalsConfigMap.Namespace}})
+		create(newBaseline(class), newClass(class, class, func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.Consistency = v1alpha1.ConsistencyType
+			wc.Spec.Architectures = []v1alpha1.Architecture{v1alpha1.ArchitectureARM64, v1alpha1.ArchitectureAMD64}
+			wc.Spec.CapacityTypes = []v1alpha1.CapacityType{v1alpha1.CapacityTypeSpot}
+			wc.Spec.Instances = &v1alpha1.InstanceShape{Types: []string{"m7g.large", "m7i.large"}}
+		}), newClass("signals-static", class, func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.Weighting = &v1alpha1.Weighting{Strategy: v1alpha1.WeightingStatic}
+		}))
+	})
+
+	It("reports Missing without the ConfigMap, and nothing for a Static class", func() {
+		Eventually(condition(class, v1alpha1.ConditionSignalsCurrent)).Should(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonMissing))
+		Expect(condition(class, v1alpha1.ConditionSignalsCurrent)().Message).To(ContainSubstring("ConfigMap poolsmith-system/poolsmith-signals not found"))
+		waitSynced("signals-static")
+		Expect(condition("signals-static", v1alpha1.ConditionSignalsCurrent)()).To(BeNil())
+	})
+
+	It("re-weighs rungs when the signals change, without a restart", func() {
+		cm := signalsConfigMap(4, 0, time.Now()) // m7g cheaper but >20%; m7i <5%
+		create(cm)
+		Eventually(condition(class, v1alpha1.ConditionSignalsCurrent)).Should(haveCondition(metav1.ConditionTrue, v1alpha1.ReasonFresh))
+		Eventually(weightsOf(class)).Should(Equal("m7g=99 m7i=100"))
+		Expect(get(&v1alpha1.WorkloadClass{}, class).Status.NodePools[0].Reason).To(ContainSubstring("interruption"))
+
+		updated := signalsConfigMap(0, 4, time.Now()) // now m7g is the stable one
+		cm.Data = updated.Data
+		Expect(env.Client.Update(ctx, cm)).To(Succeed())
+		Eventually(weightsOf(class)).Should(Equal("m7g=100 m7i=99"))
+	})
+
+	It("falls back to the catalog and says so when the signals are stale", func() {
+		cm := &corev1.ConfigMap{}
+		Expect(env.Client.Get(ctx, operator.DefaultSignalsConfigMap, cm)).To(Succeed())
+		cm.Annotations[signals.FetchedAtAnnotation] = time.Now().Add(-10 * 24 * time.Hour).UTC().Format(time.RFC3339)
+		Expect(env.Client.Update(ctx, cm)).To(Succeed())
+		Eventually(condition(class, v1alpha1.ConditionSignalsCurrent)).Should(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonStale))
+		Expect(condition(class, v1alpha1.ConditionSignalsCurrent)().Message).To(ContainSubstring("weights use the embedded catalog"))
+	})
+
+	It("reports Missing for a region the catalog has no prices for", func() {
+		s := &controllers.CostSignals{ConfigMap: types.NamespacedName{Namespace: "poolsmith-system", Name: "poolsmith-signals"}, Region: "ap-south-9", MaxAge: time.Hour}
+		_, fresh, err := s.Catalog(ctx, env.Client)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(fresh.Reason).To(Equal(v1alpha1.ReasonMissing))
+		Expect(fresh.Message).To(ContainSubstring("no prices for region ap-south-9"))
+	})
+})

@@ -1,0 +1,123 @@
+package signals_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/signals"
+)
+
+func feed(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/spot-advisor-data.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestParseAdvisorKeysOnRangesNotMax(t *testing.T) {
+	got, found, err := signals.ParseAdvisor(feed(t), "us-east-1")
+	if err != nil || !found {
+		t.Fatalf("found %v, err %v", found, err)
+	}
+	want := map[string]catalog.Bucket{
+		"m5.large":   catalog.Bucket15To20, // r 3, whose max is 22
+		"c7g.large":  catalog.BucketUnder5,
+		"m7g.xlarge": catalog.BucketOver20,
+		"x2gd.metal": catalog.BucketUnknown, // {"s":0,"r":0}: no data, not <5%
+		"r6i.large":  catalog.Bucket5To10,   // r 1, whose max is 11
+		"c6a.large":  catalog.Bucket10To15,  // r 2, whose max is 16
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d types, want %d (Linux only)", len(got), len(want))
+	}
+	for name, b := range want {
+		if got[name] != b {
+			t.Errorf("%s = %s, want %s", name, got[name], b)
+		}
+	}
+	if _, found, _ := signals.ParseAdvisor(feed(t), "ap-south-9"); found {
+		t.Error("a region the feed lacks must not be found")
+	}
+	if _, _, err := signals.ParseAdvisor([]byte(`{"ranges":[{"index":0,"label":"<1%"}]}`), "us-east-1"); err == nil {
+		t.Error("an unknown range label must be an error")
+	}
+}
+
+func configMap(t *testing.T, fetchedAt string) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "poolsmith-signals", Namespace: "poolsmith-system"},
+		Data:       map[string]string{signals.AdvisorKey: string(feed(t)), signals.PricesKey: `{"m5.large": {"onDemand": 0.2, "spot": 0.05}, "zz1.large": {"onDemand": 1}}`},
+	}
+	if fetchedAt != "" {
+		cm.Annotations = map[string]string{signals.FetchedAtAnnotation: fetchedAt}
+	}
+	return cm
+}
+
+func TestConfigMapSignalsOverlayTheCatalog(t *testing.T) {
+	s, err := signals.FromConfigMap(configMap(t, "2026-11-29T10:00:00Z"), "us-east-1")
+	if err != nil || s == nil {
+		t.Fatalf("%v %v", s, err)
+	}
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	over := s.Apply(cat)
+	if p := over.Prices["us-east-1"]["m5.large"]; p.OnDemand != 0.2 || p.SpotAvg != 0.05 || p.Interruption != catalog.Bucket15To20 {
+		t.Errorf("m5.large = %+v", p)
+	}
+	if p := over.Prices["us-east-1"]["m7g.xlarge"]; p.Interruption != catalog.BucketOver20 || p.OnDemand != cat.Prices["us-east-1"]["m7g.xlarge"].OnDemand {
+		t.Errorf("m7g.xlarge = %+v", p)
+	}
+	if p := over.Prices["us-east-1"]["zz1.large"]; p.OnDemand != 1 {
+		t.Errorf("zz1.large = %+v", p)
+	}
+	if cat.Prices["us-east-1"]["m5.large"].OnDemand == 0.2 || over.Prices["eu-west-1"]["m5.large"] != cat.Prices["eu-west-1"]["m5.large"] {
+		t.Error("Apply changed the catalog or another region")
+	}
+}
+
+func TestFreshness(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	fresh, _ := signals.FromConfigMap(configMap(t, "2026-11-29T10:00:00Z"), "us-east-1")
+	if f := signals.Assess(fresh, "", now, 48*time.Hour); f.Reason != "Fresh" || !f.StaleAt.Equal(now.Add(46*time.Hour)) {
+		t.Errorf("fresh = %+v", f)
+	}
+	old, _ := signals.FromConfigMap(configMap(t, "2026-11-20T10:00:00Z"), "us-east-1")
+	if f := signals.Assess(old, "", now, 48*time.Hour); f.Reason != "Stale" || !strings.Contains(f.Message, "2026-11-20T10:00:00Z") {
+		t.Errorf("old = %+v", f)
+	}
+	undated, _ := signals.FromConfigMap(configMap(t, ""), "us-east-1")
+	if f := signals.Assess(undated, "", now, 48*time.Hour); f.Reason != "Stale" {
+		t.Errorf("undated = %+v", f)
+	}
+	if f := signals.Assess(nil, "ConfigMap x/y not found", now, time.Hour); f.Reason != "Missing" || !strings.HasPrefix(f.Message, "ConfigMap x/y not found") {
+		t.Errorf("missing = %+v", f)
+	}
+	none, err := signals.FromConfigMap(configMap(t, ""), "ap-south-9")
+	if none != nil || err != nil {
+		t.Errorf("a region the feed lacks: %v %v", none, err)
+	}
+}
+
+func TestFromFileAcceptsTheFeedOrTheConfigMap(t *testing.T) {
+	s, err := signals.FromFile(feed(t), "feed.json", "eu-west-1")
+	if err != nil || s.Buckets["m5.large"] != catalog.BucketUnder5 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: s\n  namespace: n\n  annotations: {poolsmith.dev/fetched-at: \"2026-11-29T10:00:00Z\"}\ndata:\n  spot-advisor-data.json: |\n    " +
+		strings.ReplaceAll(string(feed(t)), "\n", "\n    ") + "\n"
+	s, err = signals.FromFile([]byte(cm), "cm.yaml", "us-east-1")
+	if err != nil || s.Buckets["c7g.large"] != catalog.BucketUnder5 || s.FetchedAt.IsZero() || s.Source != "cm.yaml" {
+		t.Fatalf("%+v %v", s, err)
+	}
+}
