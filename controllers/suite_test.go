@@ -49,7 +49,7 @@ var _ = AfterSuite(func() {
 // startManager runs the same manager `poolsmith manager` runs, leader election off.
 func startManager() {
 	mgrCtx, cancel := context.WithCancel(ctx)
-	mgr, err := operator.New(mgrCtx, env.Config, operator.Options{MetricsAddr: "0", ProbeAddr: "0", MaxConcurrentReconciles: 4, SkipNameValidation: true})
+	mgr, err := operator.New(mgrCtx, env.Config, operator.Options{MetricsAddr: "0", ProbeAddr: "0", MaxConcurrentReconciles: 4, SkipNameValidation: true, NodeOverlays: true})
 	Expect(err).NotTo(HaveOccurred())
 	stopMgr, mgrDone = cancel, make(chan struct{})
 	go func() {

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/render"
@@ -53,6 +54,8 @@ type WorkloadClassReconciler struct {
 	MaxConcurrentReconciles int
 	// Signals supplies the region and spot signals cost strategies price with.
 	Signals *CostSignals
+	// NodeOverlays enables rendering NodeOverlays; their CRD must be installed.
+	NodeOverlays bool
 }
 
 // +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses,verbs=get;list;watch;update;patch
@@ -61,6 +64,7 @@ type WorkloadClassReconciler struct {
 // +kubebuilder:rbac:groups=poolsmith.dev,resources=baselines,verbs=get;list;watch
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeoverlays,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile gets the class, handles deletion, resolves the Baseline, renders, applies,
@@ -127,6 +131,11 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 	}
 	wc.Status.Profile = res.Profile
 	wc.Status.NodeClass = res.NodeClass.Name
+	if len(res.NodeOverlays) > 0 && !r.NodeOverlays {
+		msg := "spec.weighting.nodeOverlays: this manager runs without --node-overlays (which needs Karpenter's NodeOverlay CRD and feature gate)"
+		r.notSynced(wc, v1alpha1.ReasonInvalidSpec, msg)
+		return ctrl.Result{}, reconcile.TerminalError(errors.New(msg))
+	}
 
 	out, err := r.apply(ctx, wc, res, live)
 	if err != nil {
@@ -175,13 +184,13 @@ func (r *WorkloadClassReconciler) finalize(ctx context.Context, wc *v1alpha1.Wor
 				return ctrl.Result{}, err
 			}
 		}
-	case len(live.nodePools) > 0:
-		for _, np := range live.nodePools {
-			if err := r.deleteChild(ctx, wc, np, "Deleting"); err != nil {
+	case len(live.ladder()) > 0:
+		for _, obj := range live.ladder() {
+			if err := r.deleteChild(ctx, wc, obj, "Deleting"); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
-		waiting = fmt.Sprintf("deleting %d NodePools (%s); the EC2NodeClass follows", len(live.nodePools), joinNames(live.nodePoolNames()))
+		waiting = fmt.Sprintf("deleting %d NodePools (%s) and %d NodeOverlays; the EC2NodeClass follows", len(live.nodePools), joinNames(live.nodePoolNames()), len(live.overlays))
 	case live.nodeClass != nil:
 		if err := r.deleteChild(ctx, wc, live.nodeClass, "Deleting"); err != nil {
 			return ctrl.Result{}, err
@@ -231,7 +240,11 @@ var specOrDeletion = predicate.Or(predicate.GenerationChangedPredicate{}, predic
 
 // SetupWithManager watches classes, their children, and the Baselines they reference.
 func (r *WorkloadClassReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.NodeOverlays {
+		b = b.Owns(&karpv1alpha1.NodeOverlay{})
+	}
+	return b.
 		Named("workloadclass").
 		For(&v1alpha1.WorkloadClass{}, builder.WithPredicates(specOrDeletion)).
 		Owns(&karpv1.NodePool{}).

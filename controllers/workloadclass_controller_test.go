@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 )
@@ -264,6 +265,29 @@ var _ = Describe("WorkloadClass controller", func() {
 		setKarpenterConditions(get(&karpv1.NodePool{}, "ready-on-demand-amd64"), ready(metav1.ConditionTrue, ""))
 		Eventually(condition("ready", v1alpha1.ConditionReady)).Should(haveCondition(metav1.ConditionTrue, v1alpha1.ReasonAllReady))
 		Expect(get(&v1alpha1.WorkloadClass{}, "ready").Status.NodePools[0].Ready).To(Equal(metav1.ConditionTrue))
+	})
+
+	It("renders risk NodeOverlays that Karpenter's CRD accepts, and prunes them when turned off", func() {
+		create(newBaseline("overlay"), newClass("overlay", "overlay", func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.Weighting = &v1alpha1.Weighting{NodeOverlays: true}
+		}))
+		waitSynced("overlay")
+		overlays := func() []string {
+			list := &karpv1alpha1.NodeOverlayList{}
+			Expect(env.Client.List(ctx, list, client.MatchingLabels{v1alpha1.LabelClass: "overlay"})).To(Succeed())
+			var names []string
+			for _, ov := range list.Items {
+				Expect(metav1.IsControlledBy(&ov, get(&v1alpha1.WorkloadClass{}, "overlay"))).To(BeTrue())
+				Expect(*ov.Spec.PriceAdjustment).To(HavePrefix("+"))
+				names = append(names, ov.Name)
+			}
+			return names
+		}
+		Eventually(overlays).Should(ContainElement("overlay-risk-over-20"))
+		wc := get(&v1alpha1.WorkloadClass{}, "overlay")
+		wc.Spec.Weighting.NodeOverlays = false
+		Expect(env.Client.Update(ctx, wc)).To(Succeed())
+		Eventually(overlays).Should(BeEmpty())
 	})
 
 	It("splits the class-wide limit across rungs as their usage changes", func() {

@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/diff"
@@ -24,18 +27,31 @@ import (
 type family struct {
 	nodeClass *awsv1.EC2NodeClass
 	nodePools map[string]*karpv1.NodePool
+	overlays  map[string]*karpv1alpha1.NodeOverlay
 }
 
 // children reads the class's children from the cache, which holds only labelled ones.
 func (r *WorkloadClassReconciler) children(ctx context.Context, wc *v1alpha1.WorkloadClass) (*family, error) {
-	f := &family{nodePools: map[string]*karpv1.NodePool{}}
+	f := &family{nodePools: map[string]*karpv1.NodePool{}, overlays: map[string]*karpv1alpha1.NodeOverlay{}}
+	owned := client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue, v1alpha1.LabelClass: wc.Name}
 	pools := &karpv1.NodePoolList{}
-	if err := r.List(ctx, pools, client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue, v1alpha1.LabelClass: wc.Name}); err != nil {
+	if err := r.List(ctx, pools, owned); err != nil {
 		return nil, fmt.Errorf("listing NodePools of WorkloadClass %s: %w", wc.Name, err)
 	}
 	for i := range pools.Items {
 		if np := &pools.Items[i]; metav1.IsControlledBy(np, wc) {
 			f.nodePools[np.Name] = np
+		}
+	}
+	if r.NodeOverlays {
+		overlays := &karpv1alpha1.NodeOverlayList{}
+		if err := r.List(ctx, overlays, owned); err != nil {
+			return nil, fmt.Errorf("listing NodeOverlays of WorkloadClass %s: %w", wc.Name, err)
+		}
+		for i := range overlays.Items {
+			if ov := &overlays.Items[i]; metav1.IsControlledBy(ov, wc) {
+				f.overlays[ov.Name] = ov
+			}
 		}
 	}
 	nc := &awsv1.EC2NodeClass{}
@@ -67,12 +83,21 @@ func (f *family) nodePoolNames() []string {
 	return names
 }
 
-// objects are every child: NodePools by name, then the EC2NodeClass.
-func (f *family) objects() []client.Object {
+// ladder are the NodePools and NodeOverlays, by name: what must go before the EC2NodeClass.
+func (f *family) ladder() []client.Object {
 	var objs []client.Object
 	for _, n := range f.nodePoolNames() {
 		objs = append(objs, f.nodePools[n])
 	}
+	for _, n := range slices.Sorted(maps.Keys(f.overlays)) {
+		objs = append(objs, f.overlays[n])
+	}
+	return objs
+}
+
+// objects are every child: the ladder, then the EC2NodeClass.
+func (f *family) objects() []client.Object {
+	objs := f.ladder()
 	if f.nodeClass != nil {
 		objs = append(objs, f.nodeClass)
 	}
@@ -125,6 +150,16 @@ func (r *WorkloadClassReconciler) apply(ctx context.Context, wc *v1alpha1.Worklo
 		if _, err := r.applyChild(ctx, wc, np, &karpv1.NodePool{}, liveNP, &out, func(want, have client.Object) diff.Drift {
 			return diff.NodePoolDrift(want.(*karpv1.NodePool), have.(*karpv1.NodePool))
 		}); err != nil {
+			return out, err
+		}
+	}
+	for _, ov := range res.NodeOverlays {
+		var liveOV client.Object
+		if l, found := live.overlays[ov.Name]; found {
+			liveOV = l
+		}
+		// An overlay changes prices Karpenter sees, not what it hashes: no drift.
+		if _, err := r.applyChild(ctx, wc, ov, &karpv1alpha1.NodeOverlay{}, liveOV, &out, func(client.Object, client.Object) diff.Drift { return diff.NoDrift }); err != nil {
 			return out, err
 		}
 	}
@@ -211,6 +246,18 @@ func (r *WorkloadClassReconciler) prune(ctx context.Context, wc *v1alpha1.Worklo
 	desired := map[string]bool{}
 	for _, np := range res.NodePools {
 		desired[np.Name] = true
+	}
+	// Overlays hold no nodes: one no longer rendered is simply deleted.
+	wanted := map[string]bool{}
+	for _, ov := range res.NodeOverlays {
+		wanted[ov.Name] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(live.overlays)) {
+		if !wanted[name] {
+			if err := r.deleteChild(ctx, wc, live.overlays[name], "Pruned"); err != nil {
+				return nil, err
+			}
+		}
 	}
 	var retiring []*karpv1.NodePool
 	for _, name := range live.nodePoolNames() {
@@ -314,6 +361,8 @@ func kindOf(obj client.Object) string {
 		return "NodePool"
 	case *awsv1.EC2NodeClass:
 		return "EC2NodeClass"
+	case *karpv1alpha1.NodeOverlay:
+		return "NodeOverlay"
 	}
 	return obj.GetObjectKind().GroupVersionKind().Kind
 }

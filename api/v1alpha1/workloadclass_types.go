@@ -321,6 +321,14 @@ type Weighting struct {
 	// +optional
 	PodShape *PodShape `json:"podShape,omitempty"`
 
+	// nodeOverlays renders Karpenter NodeOverlays (karpenter.sh/v1alpha1, alpha, behind
+	// Karpenter's NodeOverlay feature gate) that raise the spot price Karpenter sees for
+	// the class's frequently interrupted types by their risk penalty, so its choice inside
+	// a rung is risk-aware too. Scoped to the class by its poolsmith.dev/class label. The
+	// manager must run with --node-overlays.
+	// +optional
+	NodeOverlays bool `json:"nodeOverlays,omitempty"`
+
 	// ceiling is the class's highest weight; rungs get ceiling, ceiling-1, and so on. Give
 	// classes that can take the same pods separate bands. Defaults to 100.
 	// +kubebuilder:validation:Minimum=1

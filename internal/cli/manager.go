@@ -37,6 +37,7 @@ func (f *managerFlags) register(c *cobra.Command) {
 	fs.IntVar(&f.Burst, "kube-api-burst", 100, "burst of queries to the API server")
 	fs.StringVar(&f.Region, "region", catalog.DefaultRegion, "the cluster's AWS region: selects the prices and spot signals cost weights use")
 	fs.StringVar(&f.signalsConfigMap, "signals-configmap", operator.DefaultSignalsConfigMap.String(), "NAMESPACE/NAME of the ConfigMap holding the Spot Instance Advisor feed; it is watched")
+	fs.BoolVar(&f.NodeOverlays, "node-overlays", false, "let classes render NodeOverlays (weighting.nodeOverlays); needs Karpenter's NodeOverlay CRD and feature gate")
 	fs.DurationVar(&f.SignalsMaxAge, "signals-max-age", operator.DefaultSignalsMaxAge, "how old spot signals may be before they count as stale and the catalog is used instead")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	f.zap.BindFlags(goflags)

@@ -106,7 +106,8 @@ stderr, and exits 1.`,
 	return c
 }
 
-// sortedObjects are every rendered object: EC2NodeClasses, then NodePools, each by name.
+// sortedObjects are every rendered object: EC2NodeClasses, then NodePools, then
+// NodeOverlays, each by name.
 func sortedObjects(results []*render.Result) ([]map[string]any, error) {
 	var docs []map[string]any
 	for _, r := range results {
@@ -116,10 +117,11 @@ func sortedObjects(results []*render.Result) ([]map[string]any, error) {
 		}
 		docs = append(docs, objs...)
 	}
+	rank := map[string]int{"EC2NodeClass": 0, "NodePool": 1, "NodeOverlay": 2}
 	sort.SliceStable(docs, func(i, j int) bool {
-		ki, kj := docs[i]["kind"].(string), docs[j]["kind"].(string)
+		ki, kj := rank[docs[i]["kind"].(string)], rank[docs[j]["kind"].(string)]
 		if ki != kj {
-			return ki < kj // EC2NodeClass before NodePool
+			return ki < kj
 		}
 		return name(docs[i]) < name(docs[j])
 	})

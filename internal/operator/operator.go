@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/controllers"
@@ -49,6 +50,8 @@ type Options struct {
 	SignalsMaxAge time.Duration
 	// Now is the controller's clock (tests); time.Now when nil.
 	Now func() time.Time
+	// NodeOverlays lets classes render NodeOverlays; Karpenter's NodeOverlay CRD must exist.
+	NodeOverlays bool
 }
 
 // Defaults for Options.
@@ -79,6 +82,18 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		opts.SignalsMaxAge = DefaultSignalsMaxAge
 	}
 	managed := labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue})
+	byObject := map[client.Object]cache.ByObject{
+		&karpv1.NodePool{}:    {Label: managed},
+		&awsv1.EC2NodeClass{}: {Label: managed},
+		// Only the signals ConfigMap: no other ConfigMap of the cluster is cached.
+		&corev1.ConfigMap{}: {
+			Namespaces: map[string]cache.Config{opts.SignalsConfigMap.Namespace: {}},
+			Field:      fields.OneTermEqualSelector("metadata.name", opts.SignalsConfigMap.Name),
+		},
+	}
+	if opts.NodeOverlays {
+		byObject[&karpv1alpha1.NodeOverlay{}] = cache.ByObject{Label: managed}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme.Scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
@@ -91,15 +106,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		Controller:                    config.Controller{SkipNameValidation: &opts.SkipNameValidation},
 		// The cache holds only the children Poolsmith labels, so its memory does not grow
 		// with the cluster's other NodePools and EC2NodeClasses.
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&karpv1.NodePool{}:    {Label: managed},
-			&awsv1.EC2NodeClass{}: {Label: managed},
-			// Only the signals ConfigMap: no other ConfigMap of the cluster is cached.
-			&corev1.ConfigMap{}: {
-				Namespaces: map[string]cache.Config{opts.SignalsConfigMap.Namespace: {}},
-				Field:      fields.OneTermEqualSelector("metadata.name", opts.SignalsConfigMap.Name),
-			},
-		}},
+		Cache: cache.Options{ByObject: byObject},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
@@ -113,6 +120,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		Recorder:                mgr.GetEventRecorder("poolsmith"),
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		Signals:                 &controllers.CostSignals{ConfigMap: opts.SignalsConfigMap, Region: opts.Region, MaxAge: opts.SignalsMaxAge, Now: opts.Now},
+		NodeOverlays:            opts.NodeOverlays,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the WorkloadClass controller: %w", err)
 	}

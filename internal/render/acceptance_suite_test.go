@@ -40,7 +40,7 @@ var _ = Describe("Golden objects", func() {
 	It("are all accepted by Karpenter's CRDs with a server-side dry run", func() {
 		files, err := filepath.Glob(filepath.Join(goldenDir, "*.yaml"))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(files).To(HaveLen(8))
+		Expect(files).To(HaveLen(9))
 		accepted := 0
 		for _, f := range files {
 			data, err := os.ReadFile(f)
@@ -54,7 +54,7 @@ var _ = Describe("Golden objects", func() {
 				accepted++
 			}
 		}
-		Expect(accepted).To(BeNumerically(">=", 8+16))
+		Expect(accepted).To(BeNumerically(">=", 9+16))
 	})
 
 	It("would be rejected if they broke Karpenter's rules (the dry run really validates)", func() {

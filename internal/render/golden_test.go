@@ -48,8 +48,8 @@ func goldenInputs(t testing.TB) (map[string]*v1alpha1.WorkloadClass, *v1alpha1.B
 			classes[prefix+wc.Name] = wc
 		}
 	}
-	if base == nil || len(classes) != 8 {
-		t.Fatalf("want the sample Baseline and 8 classes, got %v and %d", base != nil, len(classes))
+	if base == nil || len(classes) != 9 {
+		t.Fatalf("want the sample Baseline and 9 classes, got %v and %d", base != nil, len(classes))
 	}
 	return classes, base
 }

@@ -50,6 +50,9 @@ func (o origins) lookup(path string) Origin {
 			return origin
 		}
 	}
+	if origin, ok := o[""]; ok { // an object-wide origin
+		return origin
+	}
 	return OriginComputed("unknown")
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/catalog"
@@ -54,7 +55,9 @@ type Result struct {
 	NodeClass *awsv1.EC2NodeClass
 	// NodePools are in ladder order, most preferred first.
 	NodePools []*karpv1.NodePool
-	Rungs     []Rung
+	// NodeOverlays encode interruption risk for Karpenter's own choice (weighting.nodeOverlays).
+	NodeOverlays []*karpv1alpha1.NodeOverlay
+	Rungs        []Rung
 	// Provenance has every field of the EC2NodeClass and then of each NodePool.
 	Provenance Provenance
 }
@@ -160,6 +163,15 @@ func Render(baseline *v1alpha1.Baseline, class *v1alpha1.WorkloadClass, opts Opt
 		}
 		res.NodePools = append(res.NodePools, np)
 		res.Provenance = append(res.Provenance, trace("NodePool/"+np.Name, doc, o)...)
+	}
+	overlays, overlayOrigins := r.overlays(tmpl, rungs)
+	for i, ov := range overlays {
+		doc, err := CleanJSON(ov)
+		if err != nil {
+			return nil, err
+		}
+		res.NodeOverlays = append(res.NodeOverlays, ov)
+		res.Provenance = append(res.Provenance, trace("NodeOverlay/"+ov.Name, doc, overlayOrigins[i])...)
 	}
 	return res, nil
 }
@@ -784,11 +796,15 @@ func nilIfEmpty(m map[string]string) map[string]string {
 	return m
 }
 
-// Objects are the EC2NodeClass and then the NodePools in ladder order, each as CleanJSON.
+// Objects are the EC2NodeClass, the NodePools in ladder order, then the NodeOverlays,
+// each as CleanJSON.
 func (r *Result) Objects() ([]map[string]any, error) {
 	objs := []any{r.NodeClass}
 	for _, np := range r.NodePools {
 		objs = append(objs, np)
+	}
+	for _, ov := range r.NodeOverlays {
+		objs = append(objs, ov)
 	}
 	docs := make([]map[string]any, len(objs))
 	for i, o := range objs {

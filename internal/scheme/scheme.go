@@ -11,6 +11,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	// Registers karpenter.sh/v1 NodePool and NodeClaim in client-go's scheme.
 	_ "sigs.k8s.io/karpenter/pkg/apis/v1"
+	// Registers karpenter.sh/v1alpha1 NodeOverlay in client-go's scheme.
+	_ "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
 	poolsmithv1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 )
