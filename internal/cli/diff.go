@@ -15,7 +15,6 @@ import (
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/diff"
 	"github.com/poolsmith/poolsmith/internal/render"
-	"github.com/poolsmith/poolsmith/internal/scheme"
 )
 
 func newDiffCommand() *cobra.Command {
@@ -36,11 +35,7 @@ Poolsmith does not manage. Exits 1 when anything would change.`,
 			if err != nil {
 				return err
 			}
-			cfg, _, err := restConfig(kubeconfig)
-			if err != nil {
-				return usageError{err}
-			}
-			cl, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+			cl, err := liveClient(kubeconfig)
 			if err != nil {
 				return err
 			}

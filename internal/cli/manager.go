@@ -11,10 +11,12 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/operator"
+	"github.com/poolsmith/poolsmith/internal/scheme"
 )
 
 // managerFlags are the manager command's flags.
@@ -97,4 +99,13 @@ func restConfig(kubeconfig string) (*rest.Config, bool, error) {
 		return nil, false, fmt.Errorf("no kubeconfig: %w", err)
 	}
 	return cfg, os.Getenv("KUBERNETES_SERVICE_HOST") != "", nil
+}
+
+// liveClient is an uncached client for the offline commands that read or write a cluster.
+func liveClient(kubeconfig string) (client.Client, error) {
+	cfg, _, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return client.New(cfg, client.Options{Scheme: scheme.Scheme})
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/operator"
 	"github.com/poolsmith/poolsmith/internal/render"
-	"github.com/poolsmith/poolsmith/internal/scheme"
 	"github.com/poolsmith/poolsmith/internal/signals"
 )
 
@@ -66,11 +65,7 @@ config/samples/signals runs this after downloading the feed. --dry-run prints it
 				_, err = c.OutOrStdout().Write(out)
 				return err
 			}
-			cfg, _, err := restConfig(kubeconfig)
-			if err != nil {
-				return usageError{err}
-			}
-			cl, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+			cl, err := liveClient(kubeconfig)
 			if err != nil {
 				return err
 			}
