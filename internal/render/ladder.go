@@ -94,3 +94,28 @@ func ShortenName(name string) string {
 	sum := sha256.Sum256([]byte(name))
 	return name[:54] + "-" + hex.EncodeToString(sum[:])[:8]
 }
+
+// ladder builds the rungs and their weights.
+func (r *renderer) ladder(t *template) []Rung {
+	if len(t.archs) == 0 || len(t.capacityTypes) == 0 {
+		return nil
+	}
+	rungs := ladder(r.class.Name, t.capacityTypes, t.archs, t.sliceKind, t.slices)
+	if len(rungs) == 0 {
+		return nil // resolveSlices has said why
+	}
+	if len(rungs) > MaxRungs {
+		r.invalid("spec", fmt.Sprintf("renders %d rungs (%d capacity types x %d architectures and their %s); at most %d are allowed",
+			len(rungs), len(t.capacityTypes), len(t.archs), t.sliceKind.Plural(), MaxRungs))
+		return nil
+	}
+	ceiling := DefaultCeiling
+	if w := r.class.Spec.Weighting; w != nil && w.Ceiling != nil {
+		ceiling = *w.Ceiling
+	}
+	if err := r.weigh(t, rungs, ceiling); err != nil {
+		r.invalid("spec.weighting.ceiling", err.Error())
+		return nil
+	}
+	return rungs
+}

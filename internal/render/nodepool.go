@@ -1,0 +1,157 @@
+package render
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+)
+
+// nodePool renders one rung.
+func (r *renderer) nodePool(t *template, rung Rung) (*karpv1.NodePool, origins) {
+	o := origins{}
+	for k, v := range t.origins {
+		o[k] = v
+	}
+	ladderOrigin := OriginComputed("ladder")
+
+	labels := map[string]string{v1alpha1.LabelRung: rung.Name}
+	o.set(tmplPath+".metadata.labels["+v1alpha1.LabelRung+"]", ladderOrigin)
+	for k, v := range t.labels {
+		labels[k] = v
+	}
+
+	reqs := rungRequirements(t, rung)
+	requirements := make([]karpv1.NodeSelectorRequirementWithMinValues, len(reqs))
+	keys := requirementKeys(reqs)
+	for i, req := range reqs {
+		requirements[i] = *req.DeepCopy()
+		o.set(tmplPath+".spec.requirements["+keys[i]+"]", req.origin)
+	}
+
+	expire := t.expireAfter
+	if rung.Fallback && t.fallbackExpire != "" && t.fallbackExpire != karpv1.Never && shorter(t.fallbackExpire, expire) {
+		expire = t.fallbackExpire
+		o.set(tmplPath+".spec.expireAfter", OriginComputed(fmt.Sprintf("fallbackExpireAfter from %s", t.fallbackOrigin)))
+	}
+
+	np := &karpv1.NodePool{
+		TypeMeta:   metav1.TypeMeta{APIVersion: NodePoolAPIVersion, Kind: "NodePool"},
+		ObjectMeta: metav1.ObjectMeta{Name: rung.Name, Labels: r.ownerLabels()},
+		Spec: karpv1.NodePoolSpec{
+			Weight: ptr.To(rung.Weight),
+			Limits: r.rungLimits(rung.Name),
+			Template: karpv1.NodeClaimTemplate{
+				ObjectMeta: karpv1.ObjectMeta{Labels: labels, Annotations: nilIfEmpty(t.annotations)},
+				Spec: karpv1.NodeClaimTemplateSpec{
+					Taints:                 t.taints,
+					StartupTaints:          t.startupTaints,
+					Requirements:           requirements,
+					NodeClassRef:           &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: r.class.Name},
+					ExpireAfter:            karpv1.MustParseNillableDuration(expire),
+					TerminationGracePeriod: t.tgp,
+				},
+			},
+			Disruption: karpv1.Disruption{
+				ConsolidationPolicy: t.policy,
+				ConsolidateAfter:    karpv1.MustParseNillableDuration(t.after),
+				Budgets:             t.budgets,
+			},
+		},
+	}
+	o.set("apiVersion", OriginComputed("ladder"))
+	o.set("kind", OriginComputed("ladder"))
+	o.set("metadata", OriginComputed("class"))
+	o.set("metadata.name", ladderOrigin)
+	o.set("spec.weight", OriginComputed("weight("+rung.WeightReason+")"))
+	o.set("spec.limits", OriginComputed("class limit split across rungs"))
+	o.set(tmplPath+".spec.nodeClassRef", OriginComputed("class"))
+	return np, o
+}
+
+// rungRequirements are a rung's requirements: its own slice first, so that explain reads
+// like the ladder, then what every rung of the class shares.
+func rungRequirements(t *template, rung Rung) []originReq {
+	reqs := []originReq{
+		{karpv1.NodeSelectorRequirementWithMinValues{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{string(rung.CapacityType)}}, t.ctOrigin},
+		{karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{string(rung.Arch)}}, t.archOrigin},
+	}
+	switch rung.SliceKind {
+	case SliceFamily:
+		reqs = append(reqs, originReq{karpv1.NodeSelectorRequirementWithMinValues{Key: LabelInstanceFamily, Operator: corev1.NodeSelectorOpIn, Values: []string{rung.Slice}}, t.sliceOrigin})
+	case SliceType:
+		reqs = append(reqs, originReq{karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{rung.Slice}}, t.sliceOrigin})
+	}
+	return append(reqs, t.requirements...)
+}
+
+// plain drops the origins.
+func plain(reqs []originReq) []karpv1.NodeSelectorRequirementWithMinValues {
+	out := make([]karpv1.NodeSelectorRequirementWithMinValues, len(reqs))
+	for i, r := range reqs {
+		out[i] = r.NodeSelectorRequirementWithMinValues
+	}
+	return out
+}
+
+// requirementKeys names each requirement in paths: its key, or key,operator where one key
+// appears more than once (as with Gt and Lt bounds).
+func requirementKeys(reqs []originReq) []string {
+	count := map[string]int{}
+	for _, r := range reqs {
+		count[r.Key]++
+	}
+	keys := make([]string, len(reqs))
+	for i, r := range reqs {
+		keys[i] = r.Key
+		if count[r.Key] > 1 {
+			keys[i] = r.Key + "," + string(r.Operator)
+		}
+	}
+	return keys
+}
+
+func shorter(a, b string) bool {
+	if b == karpv1.Never {
+		return true
+	}
+	da, db := karpv1.MustParseNillableDuration(a), karpv1.MustParseNillableDuration(b)
+	return *da.Duration < *db.Duration
+}
+
+// rungLimits splits the class-wide limit: each rung may use the class limit minus what
+// the other rungs use now, never below zero.
+func (r *renderer) rungLimits(rung string) karpv1.Limits {
+	if len(r.class.Spec.Limits) == 0 {
+		return nil
+	}
+	limits := karpv1.Limits{}
+	for name, limit := range r.class.Spec.Limits {
+		remaining := limit.DeepCopy()
+		for other, usage := range r.opts.Usage {
+			if other == rung {
+				continue
+			}
+			if used, ok := usage[name]; ok {
+				remaining.Sub(used)
+			}
+		}
+		if remaining.Sign() < 0 {
+			remaining = resource.MustParse("0")
+		}
+		limits[name] = remaining
+	}
+	return limits
+}
+
+func nilIfEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}

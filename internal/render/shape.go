@@ -1,0 +1,246 @@
+package render
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/catalog"
+)
+
+// Well-known labels the rendered requirements use.
+const (
+	LabelInstanceCategory   = "karpenter.k8s.aws/instance-category"
+	LabelInstanceFamily     = "karpenter.k8s.aws/instance-family"
+	LabelInstanceGeneration = "karpenter.k8s.aws/instance-generation"
+	LabelInstanceCPU        = "karpenter.k8s.aws/instance-cpu"
+	LabelInstanceMemory     = "karpenter.k8s.aws/instance-memory"
+	LabelGPUCount           = "karpenter.k8s.aws/instance-gpu-count"
+	LabelGPUManufacturer    = "karpenter.k8s.aws/instance-gpu-manufacturer"
+	LabelGPUName            = "karpenter.k8s.aws/instance-gpu-name"
+)
+
+// resolveShape resolves the ladder's axes and the requirements every rung shares.
+func (r *renderer) resolveShape(t *template) {
+	spec := r.class.Spec
+	profileOrigin := OriginProfile(string(r.profileName))
+	shape := spec.Instances
+	if shape == nil {
+		shape = &v1alpha1.InstanceShape{}
+	}
+
+	r.checkEnums(spec)
+	t.archs, t.archOrigin = pickList(layer[[]v1alpha1.Architecture]{r.profile.Architectures, profileOrigin}, layer[[]v1alpha1.Architecture]{spec.Architectures, OriginClass})
+	t.capacityTypes, t.ctOrigin = pickList(layer[[]v1alpha1.CapacityType]{r.profile.CapacityTypes, profileOrigin}, layer[[]v1alpha1.CapacityType]{spec.CapacityTypes, OriginClass})
+
+	req := func(key string, op corev1.NodeSelectorOperator, origin Origin, values ...string) {
+		t.requirements = append(t.requirements, originReq{karpv1.NodeSelectorRequirementWithMinValues{Key: key, Operator: op, Values: values}, origin})
+	}
+	req(corev1.LabelOSStable, corev1.NodeSelectorOpIn, profileOrigin, OS)
+	if len(spec.Zones) > 0 {
+		req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, OriginClass, spec.Zones...)
+	}
+
+	switch consistency := spec.Consistency; consistency {
+	case "", v1alpha1.ConsistencyDiverse:
+		t.sliceKind = SliceNone
+	case v1alpha1.ConsistencyFamily:
+		t.sliceKind = SliceFamily
+	case v1alpha1.ConsistencyType:
+		t.sliceKind = SliceType
+	default:
+		r.invalid("spec.consistency", fmt.Sprintf("unknown consistency %q", consistency))
+	}
+
+	// An explicit family or type is more specific than the profile's broad shape, so the
+	// profile's categories and generation floor apply only without them.
+	explicit := len(shape.Families) > 0 || len(shape.Types) > 0
+	switch {
+	case len(shape.Categories) > 0:
+		req(LabelInstanceCategory, corev1.NodeSelectorOpIn, OriginClass, shape.Categories...)
+	case !explicit && len(r.profile.Categories) > 0:
+		req(LabelInstanceCategory, corev1.NodeSelectorOpIn, profileOrigin, r.profile.Categories...)
+	}
+	if t.sliceKind != SliceFamily {
+		if families := without(shape.Families, shape.ExcludeFamilies); len(families) > 0 {
+			req(LabelInstanceFamily, corev1.NodeSelectorOpIn, OriginClass, families...)
+		} else if len(shape.ExcludeFamilies) > 0 {
+			req(LabelInstanceFamily, corev1.NodeSelectorOpNotIn, OriginClass, shape.ExcludeFamilies...)
+		}
+	}
+	if t.sliceKind != SliceType && len(shape.Types) > 0 {
+		req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, OriginClass, shape.Types...)
+	}
+	switch {
+	case shape.MinGeneration != nil:
+		req(LabelInstanceGeneration, corev1.NodeSelectorOpGt, OriginClass, fmt.Sprint(*shape.MinGeneration-1))
+	case !explicit && r.profile.MinGeneration != nil:
+		req(LabelInstanceGeneration, corev1.NodeSelectorOpGt, profileOrigin, fmt.Sprint(*r.profile.MinGeneration-1))
+	}
+	r.rangeReqs(req, LabelInstanceCPU, "spec.instances.cpu", shape.CPU, OriginClass)
+	if m := shape.Memory; m != nil {
+		// Karpenter's instance-memory label is in MiB.
+		mib := &v1alpha1.IntRange{}
+		if m.Min != nil {
+			mib.Min = ptr.To(int32((m.Min.Value() + (1<<20 - 1)) >> 20))
+		}
+		if m.Max != nil {
+			mib.Max = ptr.To(int32(m.Max.Value() >> 20))
+		}
+		r.rangeReqs(req, LabelInstanceMemory, "spec.instances.memory", mib, OriginClass)
+	}
+	gpu := shape.GPU
+	if gpu == nil {
+		gpu = &v1alpha1.GPUShape{}
+	}
+	if gpu.Count != nil {
+		r.rangeReqs(req, LabelGPUCount, "spec.instances.gpu.count", gpu.Count, OriginClass)
+	} else {
+		r.rangeReqs(req, LabelGPUCount, "spec.instances.gpu.count", r.profile.GPUCount, profileOrigin)
+	}
+	if maker, origin := pick(layer[string]{r.profile.GPUMaker, profileOrigin}, layer[string]{gpu.Manufacturer, OriginClass}); maker != "" {
+		req(LabelGPUManufacturer, corev1.NodeSelectorOpIn, origin, maker)
+	}
+	if len(gpu.Names) > 0 {
+		req(LabelGPUName, corev1.NodeSelectorOpIn, OriginClass, gpu.Names...)
+	}
+	r.resolveSlices(t, shape)
+}
+
+// resolveSlices gives each architecture its families or types. Named ones go only to the
+// architectures the catalog knows them for (unknown names go to every architecture);
+// without names, the catalog chooses the cheapest that fit the shape.
+func (r *renderer) resolveSlices(t *template, shape *v1alpha1.InstanceShape) {
+	if t.sliceKind == SliceNone {
+		return
+	}
+	field, named := "spec.instances.types", shape.Types
+	if t.sliceKind == SliceFamily {
+		field, named = "spec.instances.families", without(shape.Families, shape.ExcludeFamilies)
+	}
+	t.slices = map[v1alpha1.Architecture][]string{}
+	if len(named) == 0 {
+		r.chooseSlices(t, field)
+		return
+	}
+	t.sliceOrigin = OriginClass
+	placed := 0
+	for _, arch := range t.archs {
+		for _, s := range named {
+			if known, ok := r.catalog.Arch(s); !ok || known == string(arch) {
+				t.slices[arch] = append(t.slices[arch], s)
+				placed++
+			}
+		}
+	}
+	if placed == 0 && len(t.archs) > 0 {
+		r.invalid(field, fmt.Sprintf("none of %v has instance types for architectures %v", named, t.archs))
+	}
+}
+
+// chooseSlices picks, per architecture, the ChosenPerArch families or types with the lowest
+// price per unit of what the profile buys, priced as the class's first capacity type.
+func (r *renderer) chooseSlices(t *template, field string) {
+	unit := r.unit()
+	spot := len(t.capacityTypes) > 0 && t.capacityTypes[0] == v1alpha1.CapacityTypeSpot
+	priced := "on-demand"
+	if spot {
+		priced = "spot average"
+	}
+	shape := plain(t.requirements)
+	t.sliceOrigin = OriginComputed(fmt.Sprintf("catalog(cheapest %d %s per architecture by %s price per %s in %s)", ChosenPerArch, t.sliceKind.Plural(), priced, unit, r.region))
+	for _, arch := range t.archs {
+		reqs := append(shape, karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{string(arch)}})
+		t.slices[arch] = r.catalog.Cheapest(catalog.Choice{Requirements: reqs, Region: r.region, Spot: spot, Unit: unit, N: ChosenPerArch}, t.sliceKind == SliceFamily)
+	}
+	for _, arch := range t.archs {
+		if len(t.slices[arch]) > 0 {
+			return
+		}
+	}
+	if len(t.archs) > 0 {
+		r.invalid(field, fmt.Sprintf("consistency %s names no %s and no catalog type in %s fits the class's shape; name them", r.class.Spec.Consistency, t.sliceKind.Plural(), r.region))
+	}
+}
+
+// Values the CRD's enums allow; the renderer checks them too, because the CLI renders
+// manifests no API server has admitted.
+var (
+	validArchs         = []v1alpha1.Architecture{v1alpha1.ArchitectureARM64, v1alpha1.ArchitectureAMD64}
+	validCapacityTypes = []v1alpha1.CapacityType{v1alpha1.CapacityTypeSpot, v1alpha1.CapacityTypeOnDemand, v1alpha1.CapacityTypeReserved}
+	familyName         = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+	typeName           = regexp.MustCompile(`^[a-z][a-z0-9-]*\.[a-z0-9-]+$`)
+)
+
+// checkEnums rejects what admission would: unknown or repeated architectures and capacity
+// types, and family or type names that could not name a rung.
+func (r *renderer) checkEnums(spec v1alpha1.WorkloadClassSpec) {
+	checkList(r, "spec.architectures", spec.Architectures, validArchs)
+	checkList(r, "spec.capacityTypes", spec.CapacityTypes, validCapacityTypes)
+	if shape := spec.Instances; shape != nil {
+		for _, names := range []struct {
+			field string
+			list  []string
+			re    *regexp.Regexp
+		}{{"spec.instances.families", shape.Families, familyName}, {"spec.instances.excludeFamilies", shape.ExcludeFamilies, familyName}, {"spec.instances.types", shape.Types, typeName}} {
+			for i, n := range names.list {
+				if !names.re.MatchString(n) {
+					r.invalid(fmt.Sprintf("%s[%d]", names.field, i), fmt.Sprintf("%q is not an instance family or type name", n))
+				}
+			}
+		}
+	}
+}
+
+func checkList[T comparable](r *renderer, field string, list, valid []T) {
+	seen := map[T]bool{}
+	for i, v := range list {
+		switch {
+		case !slices.Contains(valid, v):
+			r.invalid(fmt.Sprintf("%s[%d]", field, i), fmt.Sprintf("unsupported value %q: supported values are %v", fmt.Sprint(v), valid))
+		case seen[v]:
+			r.invalid(fmt.Sprintf("%s[%d]", field, i), fmt.Sprintf("duplicate value %q", fmt.Sprint(v)))
+		}
+		seen[v] = true
+	}
+}
+
+// rangeReqs turns an inclusive range into Gt/Lt requirements.
+func (r *renderer) rangeReqs(req func(string, corev1.NodeSelectorOperator, Origin, ...string), key, field string, rng *v1alpha1.IntRange, origin Origin) {
+	if rng == nil {
+		return
+	}
+	if rng.Min != nil && rng.Max != nil && *rng.Min > *rng.Max {
+		r.invalid(field, fmt.Sprintf("min %d is greater than max %d", *rng.Min, *rng.Max))
+		return
+	}
+	if rng.Min != nil && *rng.Min > 0 {
+		req(key, corev1.NodeSelectorOpGt, origin, fmt.Sprint(*rng.Min-1))
+	}
+	if rng.Max != nil {
+		req(key, corev1.NodeSelectorOpLt, origin, fmt.Sprint(*rng.Max+1))
+	}
+}
+
+func without(list, remove []string) []string {
+	drop := map[string]bool{}
+	for _, s := range remove {
+		drop[s] = true
+	}
+	var out []string
+	for _, s := range list {
+		if !drop[s] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ChosenPerArch is how many families (consistency Family) or types (Type) the catalog
+// chooses for each architecture when the class names none.
+const ChosenPerArch = 3
