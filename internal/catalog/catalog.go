@@ -65,6 +65,8 @@ type InstanceType struct {
 	Burstable    bool   `json:"burstable,omitempty"`
 	// PriceOnly marks a type known only from Karpenter's price table: its facts are not.
 	PriceOnly bool `json:"priceOnly,omitempty"`
+
+	labels map[string]string // computed once by Parse
 }
 
 // Price is a type's Linux shared-tenancy price in one region, in USD per hour.
@@ -164,6 +166,9 @@ func Parse(text string) (*Catalog, error) {
 		}
 	}
 	c.Header = header.String()
+	for _, t := range c.Types {
+		t.labels = t.computeLabels()
+	}
 	return c, nil
 }
 
@@ -197,8 +202,15 @@ func (c *Catalog) MissingFacts() []string {
 }
 
 // Labels are the well-known Karpenter labels a node of this type carries (those the
-// catalog knows), for matching against NodePool requirements.
+// catalog knows), for matching against NodePool requirements. Do not modify the map.
 func (t *InstanceType) Labels() map[string]string {
+	if t.labels == nil {
+		t.labels = t.computeLabels()
+	}
+	return t.labels
+}
+
+func (t *InstanceType) computeLabels() map[string]string {
 	l := map[string]string{
 		"node.kubernetes.io/instance-type":  t.Name,
 		"karpenter.k8s.aws/instance-family": t.Family,
@@ -236,24 +248,43 @@ var factKeys = map[string]bool{
 
 // Matches says whether a node of this type could satisfy every requirement, as Karpenter
 // would decide from the type's labels. Types known only by price never match: their
-// facts are unknown.
+// facts are unknown. To test many types, compile the requirements once with NewMatcher.
 func (t *InstanceType) Matches(reqs []karpv1.NodeSelectorRequirementWithMinValues) bool {
+	return NewMatcher(reqs).Matches(t)
+}
+
+// Matcher holds requirements compiled once for testing many types.
+type Matcher struct {
+	reqs []*scheduling.Requirement
+}
+
+// NewMatcher compiles the requirements on labels the catalog knows; others (capacity
+// type, zone) are not the catalog's to judge.
+func NewMatcher(reqs []karpv1.NodeSelectorRequirementWithMinValues) *Matcher {
+	m := &Matcher{}
+	for _, r := range reqs {
+		if factKeys[r.Key] {
+			m.reqs = append(m.reqs, scheduling.NewRequirement(r.Key, r.Operator, r.Values...))
+		}
+	}
+	return m
+}
+
+// Matches says whether a node of type t satisfies every compiled requirement.
+func (m *Matcher) Matches(t *InstanceType) bool {
 	if t.PriceOnly {
 		return false
 	}
 	labels := t.Labels()
-	for _, r := range reqs {
-		if !factKeys[r.Key] {
-			continue
-		}
+	for _, r := range m.reqs {
 		value, ok := labels[r.Key]
 		if !ok {
-			if r.Operator != corev1.NodeSelectorOpNotIn && r.Operator != corev1.NodeSelectorOpDoesNotExist {
+			if op := r.Operator(); op != corev1.NodeSelectorOpNotIn && op != corev1.NodeSelectorOpDoesNotExist {
 				return false
 			}
 			continue
 		}
-		if !scheduling.NewRequirement(r.Key, r.Operator, r.Values...).Has(value) {
+		if !r.Has(value) {
 			return false
 		}
 	}

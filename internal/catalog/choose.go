@@ -65,9 +65,10 @@ type Choice struct {
 // by name. A family's unit price is that of its cheapest matching type.
 func (c *Catalog) Cheapest(ch Choice, byFamily bool) []string {
 	best := map[string]float64{}
+	matcher := NewMatcher(ch.Requirements)
 	for _, t := range c.Types {
 		p, ok := c.Prices[ch.Region][t.Name]
-		if !ok || !t.Matches(ch.Requirements) || ch.Unit.Of(t) == 0 {
+		if !ok || !matcher.Matches(t) || ch.Unit.Of(t) == 0 {
 			continue
 		}
 		hourly := p.OnDemand

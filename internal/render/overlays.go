@@ -38,10 +38,10 @@ func (r *renderer) overlays(t *template, rungs []Rung) ([]*karpv1alpha1.NodeOver
 		if rung.CapacityType != v1alpha1.CapacityTypeSpot {
 			continue
 		}
-		reqs := plain(rungRequirements(t, rung))
+		matcher := catalog.NewMatcher(plain(rungRequirements(t, rung)))
 		for _, ty := range r.catalog.Types {
 			p, ok := r.catalog.Prices[r.region][ty.Name]
-			if !ok || p.SpotAvg == 0 || RiskPenalty[p.Interruption] == 1 || !ty.Matches(reqs) {
+			if !ok || p.SpotAvg == 0 || RiskPenalty[p.Interruption] == 1 || !matcher.Matches(ty) {
 				continue
 			}
 			if byBucket[p.Interruption] == nil {

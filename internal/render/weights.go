@@ -125,7 +125,7 @@ func (r *renderer) rungCost(t *template, rung Rung, riskAdjusted bool) rungCost 
 	if rung.CapacityType == v1alpha1.CapacityTypeReserved {
 		return rungCost{known: true, priceKind: c.priceKind}
 	}
-	reqs := rungRequirements(t, rung)
+	matcher := catalog.NewMatcher(plain(rungRequirements(t, rung)))
 	type candidate struct {
 		name           string
 		unitPrice, adj float64
@@ -134,7 +134,7 @@ func (r *renderer) rungCost(t *template, rung Rung, riskAdjusted bool) rungCost 
 	var cands []candidate
 	for _, ty := range r.catalog.Types {
 		p, ok := r.catalog.Prices[r.region][ty.Name]
-		if !ok || !ty.Matches(plain(reqs)) {
+		if !ok || !matcher.Matches(ty) {
 			continue
 		}
 		hourly := p.OnDemand
