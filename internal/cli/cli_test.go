@@ -252,3 +252,49 @@ func TestCatalogCommand(t *testing.T) {
 		t.Errorf("unknown class: exit %d", code)
 	}
 }
+
+func TestSimulate(t *testing.T) {
+	code, out, stderr := run(t, "", "simulate", "-f", samples, "-f", samples+"/workloads", "-o", "json",
+		"--compare-nodepools", samples+"/compare/karpenter-general-purpose.yaml")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res struct {
+		Poolsmith, Compared struct {
+			NodeClaims []struct {
+				NodePool, InstanceType, CapacityType string
+				Pods                                 []string
+			}
+			Unschedulable map[string]string
+			Totals        struct{ Nodes, InstanceTypes, Families int }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Poolsmith.Unschedulable) != 0 || res.Poolsmith.Totals.Nodes == 0 {
+		t.Fatalf("poolsmith: %+v", res.Poolsmith)
+	}
+	placed := map[string]string{}
+	for _, nc := range res.Poolsmith.NodeClaims {
+		for _, p := range nc.Pods {
+			placed[p] = nc.NodePool
+		}
+	}
+	for pod, prefix := range map[string]string{"ml/train-0": "gpu-", "ci/runner-0": "ci-", "shop/web-0": "general-", "default/inflate-0": "general-"} {
+		if !strings.HasPrefix(placed[pod], prefix) {
+			t.Errorf("%s on %q, want a %s rung", pod, placed[pod], prefix)
+		}
+	}
+	// The hand-written pool has no GPU types and no ci label: those pods cannot land.
+	if len(res.Compared.Unschedulable) != 10 {
+		t.Errorf("compared: %d unschedulable, want 10", len(res.Compared.Unschedulable))
+	}
+	code, out, _ = run(t, "", "simulate", "-f", samples, "-f", samples+"/workloads/web-spread.yaml")
+	if code != ExitOK || !hasLine(out, "families", "1") || !hasLine(out, "general-spot-arm64", "us-east-1b") {
+		t.Errorf("table output: exit %d\n%s", code, out)
+	}
+	if code, _, stderr := run(t, "", "simulate", "-f", samples); code != ExitFindings || !strings.Contains(stderr, "no workload") {
+		t.Errorf("no workload: exit %d %s", code, stderr)
+	}
+}

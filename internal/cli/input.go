@@ -21,6 +21,8 @@ type input struct {
 	where map[string]string
 	// opts are what every class is rendered with.
 	opts render.Options
+	// others are the objects of the extra kinds a command asked for (workloads).
+	others []manifest.Object
 }
 
 // inputError is invalid input: every message names the file, the object and the field.
@@ -28,9 +30,9 @@ type inputError []string
 
 func (e inputError) Error() string { return strings.Join(e, "\n") }
 
-// loadInput reads and strictly decodes Poolsmith objects; other kinds are skipped with a
-// warning on stderr.
-func loadInput(paths []string, stdin io.Reader, stderr io.Writer) (*input, error) {
+// loadInput reads and strictly decodes Poolsmith objects. Objects of the extra kinds are
+// kept in others; any other kind is skipped with a warning on stderr.
+func loadInput(paths []string, stdin io.Reader, stderr io.Writer, extra map[string]bool) (*input, error) {
 	if len(paths) == 0 {
 		return nil, usageError{fmt.Errorf("no input: give -f PATH (a file, a directory or - for stdin)")}
 	}
@@ -41,6 +43,10 @@ func loadInput(paths []string, stdin io.Reader, stderr io.Writer) (*input, error
 	in := &input{baselines: map[string]*v1alpha1.Baseline{}, where: map[string]string{}}
 	var errs inputError
 	for _, o := range objs {
+		if extra[o.GetKind()] {
+			in.others = append(in.others, o)
+			continue
+		}
 		if o.GroupVersionKind().GroupVersion() != v1alpha1.GroupVersion {
 			fmt.Fprintf(stderr, "warning: %s: ignoring %s, not a poolsmith.dev/v1alpha1 object\n", o.Where(), o.GetAPIVersion())
 			continue

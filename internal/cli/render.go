@@ -22,6 +22,8 @@ type inputFlags struct {
 	output  string
 	region  string
 	signals string
+	// extraKinds are kinds besides Baseline and WorkloadClass the command reads.
+	extraKinds map[string]bool
 }
 
 func (f *inputFlags) register(c *cobra.Command, outputs string) {
@@ -62,7 +64,7 @@ func (f *inputFlags) load(c *cobra.Command, allowed ...string) (*input, error) {
 	if !slices.Contains(allowed, f.output) {
 		return nil, usageError{fmt.Errorf("unknown output format %q (allowed: %v)", f.output, allowed[1:])}
 	}
-	in, err := loadInput(f.files, c.InOrStdin(), c.ErrOrStderr())
+	in, err := loadInput(f.files, c.InOrStdin(), c.ErrOrStderr(), f.extraKinds)
 	if err != nil {
 		return nil, err
 	}

@@ -28,17 +28,6 @@ var RiskPenalty = map[catalog.Bucket]float64{
 // unit prices, so one odd type does not decide a rung.
 const CheapestFew = 3
 
-// Karpenter's node overhead, as the cost per pod-hour model subtracts it from a type's
-// capacity: kube-reserved CPU of 6% of the first core, 1% of the second, 0.5% of the
-// third and fourth and 0.25% of the rest; kube-reserved memory of 255 MiB plus 11 MiB per
-// pod at maxPods 110 (the model does not know each type's ENI limit); the 100 MiB hard
-// eviction threshold. System-reserved is zero unless the kubelet sets it.
-const (
-	overheadMaxPods       = 110
-	overheadEvictionMiB   = 100
-	overheadKubeMemoryMiB = 255
-)
-
 // rungCost is what a rung's nodes cost per unit of what the class buys.
 type rungCost struct {
 	known     bool
@@ -195,7 +184,7 @@ func (r *renderer) unit() catalog.Unit {
 }
 
 // unitsOf is how many units of what the class buys a type offers: the profile's unit, or
-// with a pod shape how many such pods fit after Karpenter's overhead.
+// with a pod shape how many such pods fit after Karpenter's overhead (catalog's model).
 func (r *renderer) unitsOf(t *catalog.InstanceType) float64 {
 	shape := r.podShape()
 	if shape == nil {
@@ -203,10 +192,10 @@ func (r *renderer) unitsOf(t *catalog.InstanceType) float64 {
 	}
 	fit := math.Inf(1)
 	if shape.CPU != nil && shape.CPU.MilliValue() > 0 {
-		fit = math.Min(fit, math.Floor((float64(t.VCPU)*1000-kubeReservedMilliCPU(t.VCPU))/float64(shape.CPU.MilliValue())))
+		fit = math.Min(fit, math.Floor((float64(t.VCPU)*1000-catalog.KubeReservedMilliCPU(t.VCPU))/float64(shape.CPU.MilliValue())))
 	}
 	if shape.Memory != nil && shape.Memory.Value() > 0 {
-		allocatable := float64(t.MemoryMiB) - overheadKubeMemoryMiB - 11*overheadMaxPods - overheadEvictionMiB
+		allocatable := float64(t.MemoryMiB - catalog.KubeReservedMemoryMiB(catalog.MaxPods) - catalog.EvictionMemoryMiB)
 		fit = math.Min(fit, math.Floor(allocatable*(1<<20)/float64(shape.Memory.Value())))
 	}
 	if shape.GPU != nil && *shape.GPU > 0 {
@@ -215,25 +204,7 @@ func (r *renderer) unitsOf(t *catalog.InstanceType) float64 {
 	if math.IsInf(fit, 1) || fit < 1 {
 		return 0
 	}
-	return math.Min(fit, overheadMaxPods)
-}
-
-// kubeReservedMilliCPU is Karpenter's kube-reserved CPU for a node of n vCPUs.
-func kubeReservedMilliCPU(n int) float64 {
-	reserved := 0.0
-	for core := 1; core <= n; core++ {
-		switch {
-		case core == 1:
-			reserved += 60
-		case core == 2:
-			reserved += 10
-		case core <= 4:
-			reserved += 5
-		default:
-			reserved += 2.5
-		}
-	}
-	return reserved
+	return math.Min(fit, catalog.MaxPods)
 }
 
 func round9(v float64) float64 { return math.Round(v*1e9) / 1e9 }

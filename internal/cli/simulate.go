@@ -1,0 +1,163 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/poolsmith/poolsmith/internal/manifest"
+	"github.com/poolsmith/poolsmith/internal/simulate"
+)
+
+func newSimulateCommand() *cobra.Command {
+	flags := inputFlags{extraKinds: simulate.WorkloadKinds}
+	var zones []string
+	var compare string
+	c := &cobra.Command{
+		Use:   "simulate -f PATH... [--region R] [--zones a,b,c] [--compare-nodepools FILE]",
+		Short: "Run Karpenter's scheduler over the rendered ladders and a workload",
+		Long: `Render the classes, expand the workloads in the input (Deployments, StatefulSets, Jobs
+and Pods, with their requests, nodeSelector, affinity, tolerations and topology spread)
+into pending pods, and run Karpenter's own scheduler over them with the embedded catalog as
+the instance types. Prints each NodeClaim Karpenter would create (rung, zone, capacity
+type, the instance type the AWS provider would launch, its pods and hourly cost) and the
+totals: nodes, distinct instance types, distinct families and cost per hour.
+--compare-nodepools runs the same workload against hand-written NodePools too.`,
+		Example: `  poolsmith simulate -f config/samples/ -f config/samples/workloads/web-spread.yaml
+  poolsmith simulate -f config/samples/ -f config/samples/workloads/ --compare-nodepools config/samples/compare/karpenter-general-purpose.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			in, err := flags.load(c, "", "table", "json")
+			if err != nil {
+				return err
+			}
+			results, err := in.renderAll()
+			if err != nil {
+				return err
+			}
+			pods, err := simulate.Pods(in.others)
+			if err != nil {
+				return inputError{err.Error()}
+			}
+			if len(pods) == 0 {
+				return inputError{"no workload in the input: give Deployments, StatefulSets, Jobs or Pods with -f"}
+			}
+			if len(zones) == 0 {
+				zones = []string{flags.region + "a", flags.region + "b", flags.region + "c"}
+			}
+			opts := simulate.Options{Region: flags.region, Zones: zones, Catalog: in.opts.Catalog}
+			var pools []*karpv1.NodePool
+			for _, r := range results {
+				pools = append(pools, r.NodePools...)
+			}
+			ours, err := simulate.Run(c.Context(), pools, pods, opts)
+			if err != nil {
+				return inputError{err.Error()}
+			}
+			var theirs *simulate.Result
+			if compare != "" {
+				hand, err := handWrittenNodePools(compare)
+				if err != nil {
+					return err
+				}
+				if theirs, err = simulate.Run(c.Context(), hand, pods, opts); err != nil {
+					return inputError{err.Error()}
+				}
+			}
+			return writeSimulation(c.OutOrStdout(), flags.output, ours, theirs, compare)
+		},
+	}
+	flags.register(c, "table (default) or json")
+	c.Flags().StringSliceVar(&zones, "zones", nil, "availability zones to offer instances in (default: the region's a, b and c)")
+	c.Flags().StringVar(&compare, "compare-nodepools", "", "a file of karpenter.sh/v1 NodePools to run the same workload against")
+	return c
+}
+
+func handWrittenNodePools(path string) ([]*karpv1.NodePool, error) {
+	objs, err := manifest.Load([]string{path}, nil)
+	if err != nil {
+		return nil, inputError{err.Error()}
+	}
+	var pools []*karpv1.NodePool
+	for _, o := range objs {
+		if o.GetKind() != "NodePool" {
+			continue
+		}
+		np := &karpv1.NodePool{}
+		if err := o.Into(np); err != nil {
+			return nil, inputError{err.Error()}
+		}
+		pools = append(pools, np)
+	}
+	if len(pools) == 0 {
+		return nil, inputError{fmt.Sprintf("--compare-nodepools %s holds no NodePool", path)}
+	}
+	return pools, nil
+}
+
+func writeSimulation(w io.Writer, format string, ours, theirs *simulate.Result, compare string) error {
+	if format == "json" {
+		out := map[string]any{"poolsmith": ours}
+		if theirs != nil {
+			out["compared"] = theirs
+		}
+		b, err := json.MarshalIndent(out, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	printNodeClaims(w, ours)
+	if theirs == nil {
+		return printTotals(w, []string{"POOLSMITH"}, ours)
+	}
+	fmt.Fprintf(w, "\nWith the NodePools of %s:\n", compare)
+	printNodeClaims(w, theirs)
+	fmt.Fprintln(w)
+	return printTotals(w, []string{"POOLSMITH", "COMPARED"}, ours, theirs)
+}
+
+func printNodeClaims(w io.Writer, r *simulate.Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODEPOOL\tZONE\tCAPACITY\tINSTANCE-TYPE\tPODS\t$/HOUR")
+	for _, nc := range r.NodeClaims {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.4f\n", nc.NodePool, nc.Zone, nc.CapacityType, nc.InstanceType, len(nc.Pods), nc.PricePerHour)
+	}
+	_ = tw.Flush()
+	for _, pod := range slices.Sorted(maps.Keys(r.Unschedulable)) {
+		fmt.Fprintf(w, "unschedulable: %s: %s\n", pod, firstLine(r.Unschedulable[pod]))
+	}
+}
+
+func printTotals(w io.Writer, headers []string, results ...*simulate.Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "\nTOTALS\t%s\n", strings.Join(headers, "\t"))
+	row := func(name string, f func(*simulate.Result) string) {
+		cells := make([]string, len(results))
+		for i, r := range results {
+			cells[i] = f(r)
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", name, strings.Join(cells, "\t"))
+	}
+	row("nodes", func(r *simulate.Result) string { return fmt.Sprint(r.Totals.Nodes) })
+	row("instance types", func(r *simulate.Result) string { return fmt.Sprint(r.Totals.InstanceTypes) })
+	row("families", func(r *simulate.Result) string { return fmt.Sprint(r.Totals.Families) })
+	row("cost per hour", func(r *simulate.Result) string { return fmt.Sprintf("$%.4f", r.Totals.CostPerHour) })
+	row("unschedulable pods", func(r *simulate.Result) string { return fmt.Sprint(len(r.Unschedulable)) })
+	return tw.Flush()
+}
+
+func firstLine(s string) string {
+	if len(s) > 160 {
+		return s[:157] + "..."
+	}
+	return s
+}

@@ -1,0 +1,21 @@
+// Package simulate answers "where would these pods land, on which instance types, at what
+// cost?" before anything is applied, by running Karpenter's own scheduler
+// (sigs.k8s.io/karpenter/pkg/controllers/provisioning/scheduling) over rendered NodePools
+// and a workload, with the embedded catalog as the cloud provider's instance types. It
+// does not re-implement scheduling: Karpenter decides which NodePool and which instance
+// types each NodeClaim may use; this package then makes the launch choice the AWS
+// provider would make (see launch.go) and adds up the cost.
+//
+// The model and its limits:
+//   - Offerings: every catalog type with a price in the region is offered in every given
+//     zone, on-demand at its on-demand price and, when it has a spot price, spot at the
+//     region's average spot price. The catalog has no per-zone spot prices (the source's
+//     zone array is unlabelled) nor per-zone availability, so zones differ only by what
+//     topology spread asks of them.
+//   - Capacity: vCPU and memory from the catalog, less the AWS provider's 7.5% VM memory
+//     overhead; 110 pods (the model does not know ENI limits); GPUs as nvidia.com/gpu or
+//     amd.com/gpu; 20Gi of ephemeral storage.
+//   - Overhead: Karpenter's kube-reserved CPU (6% of the first core, 1% of the second,
+//     0.5% of the next two, 0.25% of the rest) and memory (255Mi + 11Mi per pod), and the
+//     100Mi memory eviction threshold. No DaemonSets are modelled.
+package simulate

@@ -1,0 +1,163 @@
+package simulate
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/awslabs/operatorpkg/status"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/cloudprovider"
+	"sigs.k8s.io/karpenter/pkg/controllers/provisioning/scheduling"
+	"sigs.k8s.io/karpenter/pkg/controllers/state"
+	"sigs.k8s.io/karpenter/pkg/events"
+	"sigs.k8s.io/karpenter/pkg/operator/options"
+
+	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/scheme"
+)
+
+// Options say where the simulated cluster is.
+type Options struct {
+	Region string
+	// Zones are the availability zones offered; every type is offered in each.
+	Zones []string
+	// Catalog replaces the embedded catalog (for signals or tests).
+	Catalog *catalog.Catalog
+	// Unavailable marks offerings EC2 would refuse.
+	Unavailable Unavailable
+}
+
+// NodeClaim is one node Karpenter would launch.
+type NodeClaim struct {
+	NodePool     string   `json:"nodePool"`
+	Zone         string   `json:"zone"`
+	CapacityType string   `json:"capacityType"`
+	InstanceType string   `json:"instanceType"`
+	Family       string   `json:"family"`
+	Pods         []string `json:"pods"`
+	// PricePerHour is the chosen offering's price, USD.
+	PricePerHour float64 `json:"pricePerHour"`
+	// Options is how many instance types Karpenter left the launch to choose from.
+	Options int `json:"instanceTypeOptions"`
+}
+
+// Result is a simulation's outcome.
+type Result struct {
+	NodeClaims []NodeClaim `json:"nodeClaims"`
+	// Unschedulable maps pods Karpenter could not place to why.
+	Unschedulable map[string]string `json:"unschedulable,omitempty"`
+	Totals        Totals            `json:"totals"`
+}
+
+// Totals summarise the node salad and the bill.
+type Totals struct {
+	Nodes         int     `json:"nodes"`
+	InstanceTypes int     `json:"instanceTypes"`
+	Families      int     `json:"families"`
+	CostPerHour   float64 `json:"costPerHour"`
+	// SimulationTime is how long Karpenter's scheduler took.
+	SimulationTime time.Duration `json:"simulationTime"`
+}
+
+// Run schedules pods onto the NodePools with Karpenter's scheduler and makes the AWS
+// provider's launch choice for every NodeClaim.
+func Run(ctx context.Context, nodePools []*karpv1.NodePool, pods []*corev1.Pod, opts Options) (*Result, error) {
+	if opts.Catalog == nil {
+		c, err := catalog.Load()
+		if err != nil {
+			return nil, err
+		}
+		opts.Catalog = c
+	}
+	if _, ok := opts.Catalog.Prices[opts.Region]; !ok {
+		return nil, fmt.Errorf("the catalog has no prices for region %s (it has %v)", opts.Region, opts.Catalog.Regions())
+	}
+	if len(opts.Zones) == 0 {
+		return nil, fmt.Errorf("no zones to offer instances in")
+	}
+	its, facts := instanceTypes(opts.Catalog, opts.Region, opts.Zones, opts.Unavailable)
+	byPool := map[string][]*cloudprovider.InstanceType{}
+	for _, np := range nodePools {
+		byPool[np.Name] = its
+	}
+
+	ctx = options.ToContext(ctx, &options.Options{
+		PreferencePolicy: options.PreferencePolicyRespect,
+		MinValuesPolicy:  options.MinValuesPolicyStrict,
+		FeatureGates:     options.FeatureGates{ReservedCapacity: true},
+	})
+	kube := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
+	clk := clock.RealClock{}
+	cluster := state.NewCluster(clk, kube, &cloudProvider{its: its})
+	topology, err := scheduling.NewTopology(ctx, kube, cluster, nil, nodePools, byPool, pods)
+	if err != nil {
+		return nil, fmt.Errorf("building Karpenter's topology: %w", err)
+	}
+	scheduler := scheduling.NewScheduler(ctx, kube, nodePools, cluster, nil, topology, byPool, nil,
+		events.NewRecorder(&record.FakeRecorder{}), clk, nil, nil)
+	start := time.Now()
+	results, err := scheduler.Solve(ctx, pods)
+	elapsed := time.Since(start)
+	if err != nil {
+		return nil, fmt.Errorf("Karpenter's scheduler: %w", err)
+	}
+
+	res := &Result{Totals: Totals{SimulationTime: elapsed}}
+	for _, nc := range results.NewNodeClaims {
+		res.NodeClaims = append(res.NodeClaims, launch(nc, facts))
+	}
+	sort.SliceStable(res.NodeClaims, func(i, j int) bool {
+		a, b := res.NodeClaims[i], res.NodeClaims[j]
+		if a.NodePool != b.NodePool {
+			return a.NodePool < b.NodePool
+		}
+		if a.Zone != b.Zone {
+			return a.Zone < b.Zone
+		}
+		return a.InstanceType < b.InstanceType
+	})
+	for pod, perr := range results.PodErrors {
+		if res.Unschedulable == nil {
+			res.Unschedulable = map[string]string{}
+		}
+		res.Unschedulable[pod.Namespace+"/"+pod.Name] = perr.Error()
+	}
+	types, families := map[string]bool{}, map[string]bool{}
+	for _, nc := range res.NodeClaims {
+		types[nc.InstanceType], families[nc.Family] = true, true
+		res.Totals.CostPerHour += nc.PricePerHour
+	}
+	res.Totals.Nodes, res.Totals.InstanceTypes, res.Totals.Families = len(res.NodeClaims), len(types), len(families)
+	return res, nil
+}
+
+// cloudProvider is the little of a cloud provider Karpenter's cluster state needs here:
+// it launches nothing.
+type cloudProvider struct {
+	its []*cloudprovider.InstanceType
+}
+
+func (c *cloudProvider) Create(context.Context, *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	return nil, fmt.Errorf("simulation launches nothing")
+}
+func (c *cloudProvider) Delete(context.Context, *karpv1.NodeClaim) error { return nil }
+func (c *cloudProvider) Get(context.Context, string) (*karpv1.NodeClaim, error) {
+	return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("simulation"))
+}
+func (c *cloudProvider) List(context.Context) ([]*karpv1.NodeClaim, error) { return nil, nil }
+func (c *cloudProvider) GetInstanceTypes(context.Context, *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
+	return c.its, nil
+}
+func (c *cloudProvider) IsDrifted(context.Context, *karpv1.NodeClaim) (cloudprovider.DriftReason, error) {
+	return "", nil
+}
+func (c *cloudProvider) Reboot(context.Context, *karpv1.NodeClaim, string) error { return nil }
+func (c *cloudProvider) RepairPolicies() []cloudprovider.RepairPolicy            { return nil }
+func (c *cloudProvider) Name() string                                            { return "poolsmith-simulation" }
+func (c *cloudProvider) GetSupportedNodeClasses() []status.Object                { return nil }

@@ -1,0 +1,86 @@
+package simulate
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/poolsmith/poolsmith/internal/manifest"
+)
+
+// WorkloadKinds are the kinds Pods reads.
+var WorkloadKinds = map[string]bool{"Deployment": true, "StatefulSet": true, "Job": true, "Pod": true}
+
+// Pods expands Deployments, StatefulSets, Jobs and Pods into the pending pods Karpenter
+// would see: replicas (Jobs: parallelism) copies of the template with its requests,
+// nodeSelector, affinity, tolerations and topologySpreadConstraints. Other kinds are
+// skipped.
+func Pods(objs []manifest.Object) ([]*corev1.Pod, error) {
+	var pods []*corev1.Pod
+	for _, o := range objs {
+		var (
+			template corev1.PodTemplateSpec
+			replicas int32 = 1
+		)
+		switch o.GetKind() {
+		case "Deployment":
+			d := &appsv1.Deployment{}
+			if err := o.Into(d); err != nil {
+				return nil, err
+			}
+			template, replicas = d.Spec.Template, deref(d.Spec.Replicas, 1)
+		case "StatefulSet":
+			s := &appsv1.StatefulSet{}
+			if err := o.Into(s); err != nil {
+				return nil, err
+			}
+			template, replicas = s.Spec.Template, deref(s.Spec.Replicas, 1)
+		case "Job":
+			j := &batchv1.Job{}
+			if err := o.Into(j); err != nil {
+				return nil, err
+			}
+			template, replicas = j.Spec.Template, deref(j.Spec.Parallelism, 1)
+		case "Pod":
+			p := &corev1.Pod{}
+			if err := o.Into(p); err != nil {
+				return nil, err
+			}
+			template = corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec}
+		default:
+			continue
+		}
+		ns := o.GetNamespace()
+		if ns == "" {
+			ns = "default"
+		}
+		for i := range replicas {
+			name := o.GetName()
+			if o.GetKind() != "Pod" {
+				name = fmt.Sprintf("%s-%d", o.GetName(), i)
+			}
+			pod := &corev1.Pod{
+				TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+				ObjectMeta: metav1.ObjectMeta{
+					Name: name, Namespace: ns, Labels: template.Labels, Annotations: template.Annotations,
+					UID: types.UID(fmt.Sprintf("%s/%s/%s", o.GetKind(), ns, name)),
+				},
+				Spec:   *template.Spec.DeepCopy(),
+				Status: corev1.PodStatus{Phase: corev1.PodPending},
+			}
+			pods = append(pods, pod)
+		}
+	}
+	return pods, nil
+}
+
+func deref(p *int32, def int32) int32 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
