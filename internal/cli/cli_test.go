@@ -126,7 +126,7 @@ func TestExplainShowsValuesAndOrigins(t *testing.T) {
 		{"spec.template.spec.requirements[karpenter.k8s.aws/instance-family]", "In [g5]", "class"},
 		{"spec.disruption.consolidationPolicy", "WhenEmpty", "profile:GPU"},
 		{"spec.template.metadata.labels[example.com/environment]", "prod", "baseline"},
-		{"spec.weight", "99", "computed:weight(RiskAdjustedCost: $0.3957/GPU-h spot, interruption 10-15% (x1.22 = $0.4819)"},
+		{"spec.weight", "97", "computed:weight(Static, rung 4 of 4 in preference order)"},
 	} {
 		if !hasLine(out, want...) {
 			t.Errorf("explain output has no line with %q", want)

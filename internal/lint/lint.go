@@ -41,6 +41,7 @@ const (
 	CheckGPUUntainted       = "gpu-untainted"
 	CheckFallbackWithoutTGP = "fallback-without-grace-period"
 	CheckSliceArch          = "slice-not-for-architecture"
+	CheckFallbackPreferred  = "fallback-expiry-on-preferred"
 	CheckUnknownSlice       = "unknown-slice"
 )
 
@@ -245,8 +246,23 @@ func checkTaints(c Class, add adder) {
 }
 
 // checkFallback: a shorter fallback expiry without a terminationGracePeriod can leave
-// expiring nodes draining forever behind a PodDisruptionBudget.
+// expiring nodes draining forever behind a PodDisruptionBudget; and fallback expiry follows
+// the class's capacity-type order, so when weights rank another capacity type first it
+// recycles the nodes Karpenter prefers.
 func checkFallback(c Class, add adder) {
+	top := 0
+	for i, rung := range c.Result.Rungs {
+		if rung.Weight > c.Result.Rungs[top].Weight {
+			top = i
+		}
+	}
+	if len(c.Result.Rungs) > 0 && c.Result.Rungs[top].Fallback &&
+		c.Result.NodePools[top].Spec.Template.Spec.ExpireAfter.String() != c.Result.NodePools[0].Spec.Template.Spec.ExpireAfter.String() {
+		add(Warning, "WorkloadClass/"+c.Class.Name, CheckFallbackPreferred,
+			"weights rank %s first, but spec.capacityTypes lists %s first, so fallbackExpireAfter recycles the preferred %s nodes every %s: list %s first, or set fallbackExpireAfter: Never",
+			c.Result.Rungs[top].CapacityType, c.Result.Rungs[0].CapacityType, c.Result.Rungs[top].CapacityType,
+			c.Result.NodePools[top].Spec.Template.Spec.ExpireAfter.String(), c.Result.Rungs[top].CapacityType)
+	}
 	for i, rung := range c.Result.Rungs {
 		np := c.Result.NodePools[i]
 		if rung.Fallback && np.Spec.Template.Spec.TerminationGracePeriod == nil &&

@@ -140,3 +140,19 @@ func TestCatalogBackedChecks(t *testing.T) {
 		t.Errorf("a rung naming a family the catalog does not know cannot be judged: %v", findings)
 	}
 }
+
+func TestFallbackExpiryOnThePreferredCapacityType(t *testing.T) {
+	ondemandFirst := rendered(t, class("od", v1alpha1.WorkloadClassSpec{
+		Profile:       v1alpha1.ProfileMemoryOptimized,
+		CapacityTypes: []v1alpha1.CapacityType{v1alpha1.CapacityTypeOnDemand, v1alpha1.CapacityTypeSpot},
+	}))
+	static := rendered(t, class("st", v1alpha1.WorkloadClassSpec{
+		Profile:       v1alpha1.ProfileMemoryOptimized,
+		CapacityTypes: []v1alpha1.CapacityType{v1alpha1.CapacityTypeOnDemand, v1alpha1.CapacityTypeSpot},
+		Weighting:     &v1alpha1.Weighting{Strategy: v1alpha1.WeightingStatic},
+	}))
+	findings := lint.Lint([]lint.Class{ondemandFirst, static})
+	if !has(findings, lint.Warning, "WorkloadClass/od", lint.CheckFallbackPreferred) || has(findings, lint.Warning, "WorkloadClass/st", lint.CheckFallbackPreferred) {
+		t.Errorf("fallback-expiry-on-preferred: %v", findings)
+	}
+}

@@ -44,7 +44,9 @@ type Rung struct {
 	SliceKind    SliceKind
 	// Slice is the family or instance type the rung is pinned to.
 	Slice string
-	// Fallback is true when the rung's capacity type is not the class's first choice.
+	// Fallback is true when the rung's capacity type is not the class's first one. It
+	// follows the class's order, not the weights, so that new prices or signals never
+	// change a rung's expireAfter (which would make Karpenter replace its nodes).
 	Fallback bool
 	// WeightReason says in one line why the rung has its weight.
 	WeightReason string

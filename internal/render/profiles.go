@@ -30,6 +30,9 @@ type ProfileDefaults struct {
 	FallbackExpireAfter string
 	// MinRootVolume raises the root volume to at least this size.
 	MinRootVolume *resource.Quantity
+	// Strategy is the profile's weighting strategy when the class sets none; empty means
+	// RiskAdjustedCost.
+	Strategy v1alpha1.WeightingStrategy
 }
 
 // OS is the operating system every profile targets (kubernetes.io/os).
@@ -44,7 +47,7 @@ const GPUTaintKey = "nvidia.com/gpu"
 //	profile          arch          capacity         shape                        disruption                 lifetime
 //	General          arm64, amd64  spot, on-demand  c/m/r, generation >= 6       WhenEmptyOrUnderutilized 1m  720h, fallback 24h
 //	BurstableCI      amd64, arm64  spot, on-demand  c/m/t, generation >= 3       WhenEmptyOrUnderutilized 30s 24h, fallback 4h; class taint
-//	GPU              amd64         on-demand, spot  g/p, nvidia, 1+ GPUs         WhenEmpty 10m              720h, no fallback; nvidia.com/gpu taint; root >= 100Gi
+//	GPU              amd64         on-demand, spot  g/p, nvidia, 1+ GPUs         WhenEmpty 10m              720h, no fallback; nvidia.com/gpu taint; root >= 100Gi; Static weights
 //	MemoryOptimized  amd64, arm64  on-demand, spot  r/x, generation >= 5         WhenEmpty 5m               720h, fallback 48h
 var Profiles = map[v1alpha1.Profile]ProfileDefaults{
 	v1alpha1.ProfileGeneral: {
@@ -81,6 +84,10 @@ var Profiles = map[v1alpha1.Profile]ProfileDefaults{
 		ConsolidationPolicy: karpv1.ConsolidationPolicyWhenEmpty,
 		ConsolidateAfter:    "10m",
 		MinRootVolume:       ptr.To(resource.MustParse("100Gi")),
+		// Spot GPUs are so much cheaper that any cost ranking puts them first, whatever
+		// their interruptions cost a long training job: the GPU profile keeps the class's
+		// order (on-demand first) unless the class asks for a cost strategy.
+		Strategy: v1alpha1.WeightingStatic,
 	},
 	v1alpha1.ProfileMemoryOptimized: {
 		Architectures:       []v1alpha1.Architecture{v1alpha1.ArchitectureAMD64, v1alpha1.ArchitectureARM64},

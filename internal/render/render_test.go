@@ -537,6 +537,9 @@ func TestFallbackExpireAfterOnlyOnFallbackRungsAndOptInPerProfile(t *testing.T) 
 		for i, r := range res.Rungs {
 			got := res.NodePools[i].Spec.Template.Spec.ExpireAfter.String()
 			want := tc.first
+			if r.Fallback != (r.CapacityType != res.Rungs[0].CapacityType) {
+				t.Errorf("%s rung %s: fallback %v, but the class's first capacity type is %s", tc.profile, r.Name, r.Fallback, res.Rungs[0].CapacityType)
+			}
 			if r.Fallback {
 				want = tc.fallback
 			}

@@ -40,10 +40,13 @@ type rungCost struct {
 	priceKind string // spot, on-demand or reserved
 }
 
-// strategy is the class's weighting strategy, RiskAdjustedCost by default.
+// strategy is the class's weighting strategy, else its profile's, else RiskAdjustedCost.
 func (r *renderer) strategy() v1alpha1.WeightingStrategy {
 	if w := r.class.Spec.Weighting; w != nil && w.Strategy != "" {
 		return w.Strategy
+	}
+	if r.profile.Strategy != "" {
+		return r.profile.Strategy
 	}
 	return v1alpha1.WeightingRiskAdjustedCost
 }
