@@ -298,3 +298,21 @@ func TestSimulate(t *testing.T) {
 		t.Errorf("no workload: exit %d %s", code, stderr)
 	}
 }
+
+func TestMigrate(t *testing.T) {
+	code, out, stderr := run(t, "", "migrate", "-f", "../migrate/testdata/v1alpha5.yaml")
+	if code != ExitOK || !strings.Contains(out, "kind: NodePool") || !strings.Contains(stderr, "karpenter.sh/provisioner-name") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	if code, _, _ := run(t, "", "migrate", "-f", "../migrate/testdata/v1alpha5.yaml", "--check"); code != ExitFindings {
+		t.Errorf("--check with warnings: exit %d, want 1", code)
+	}
+	code, out, stderr = run(t, "", "migrate", "-f", "../migrate/testdata/unmigratable.yaml", "--report-format", "json")
+	var report []map[string]string
+	if code != ExitFindings || out != "" || json.Unmarshal([]byte(stderr), &report) != nil || len(report) == 0 {
+		t.Errorf("errors: exit %d, stdout %q, report %s", code, out, stderr)
+	}
+	if code, _, _ := run(t, "", "migrate", "-f", "../migrate/testdata/v1beta1.yaml", "--to", "poolsmith"); code != ExitUsage {
+		t.Errorf("--to poolsmith: exit %d, want 2 until it exists", code)
+	}
+}

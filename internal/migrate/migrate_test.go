@@ -1,0 +1,254 @@
+package migrate_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/poolsmith/poolsmith/internal/manifest"
+	"github.com/poolsmith/poolsmith/internal/migrate"
+	"github.com/poolsmith/poolsmith/internal/render"
+	"github.com/poolsmith/poolsmith/internal/testenv"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden")
+
+func migrateFile(t *testing.T, paths ...string) *migrate.Result {
+	t.Helper()
+	objs, err := manifest.Load(paths, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return migrate.ToV1(objs, migrate.Options{LegacyDefaults: true})
+}
+
+func pool(t *testing.T, res *migrate.Result, name string) *karpv1.NodePool {
+	t.Helper()
+	for _, np := range res.NodePools {
+		if np.Name == name {
+			return np
+		}
+	}
+	t.Fatalf("no NodePool %s", name)
+	return nil
+}
+
+func class(t *testing.T, res *migrate.Result, name string) *awsv1.EC2NodeClass {
+	t.Helper()
+	for _, nc := range res.NodeClasses {
+		if nc.Name == name {
+			return nc
+		}
+	}
+	t.Fatalf("no EC2NodeClass %s", name)
+	return nil
+}
+
+func finding(res *migrate.Result, severity, sourceContains, field string) bool {
+	for _, f := range res.Report {
+		if f.Severity == severity && strings.Contains(f.Source, sourceContains) && f.Field == field {
+			return true
+		}
+	}
+	return false
+}
+
+func requirement(np *karpv1.NodePool, key string) *karpv1.NodeSelectorRequirementWithMinValues {
+	for i, r := range np.Spec.Template.Spec.Requirements {
+		if r.Key == key {
+			return &np.Spec.Template.Spec.Requirements[i]
+		}
+	}
+	return nil
+}
+
+func TestProvisionerMappings(t *testing.T) {
+	res := migrateFile(t, "testdata/v1alpha5.yaml")
+	np := pool(t, res, "default")
+	tmpl := np.Spec.Template
+	if len(tmpl.Spec.Taints) != 1 || tmpl.Spec.Taints[0] != (corev1.Taint{Key: "example.com/special-taint", Effect: corev1.TaintEffectNoSchedule}) {
+		t.Errorf("taints = %v", tmpl.Spec.Taints)
+	}
+	if len(tmpl.Spec.StartupTaints) != 1 || tmpl.Spec.StartupTaints[0] != (corev1.Taint{Key: "example.com/another-taint", Value: "true", Effect: corev1.TaintEffectNoExecute}) {
+		t.Errorf("startupTaints = %v", tmpl.Spec.StartupTaints)
+	}
+	if tmpl.Labels["team"] != "web" || tmpl.Annotations["example.com/owner"] != "web" || tmpl.Annotations["karpenter.sh/do-not-disrupt"] != "true" || tmpl.Annotations["karpenter.sh/do-not-consolidate"] != "" {
+		t.Errorf("metadata = %v %v", tmpl.Labels, tmpl.Annotations)
+	}
+	if ref := tmpl.Spec.NodeClassRef; ref.Group != "karpenter.k8s.aws" || ref.Kind != "EC2NodeClass" || !strings.HasPrefix(ref.Name, "default") {
+		t.Errorf("nodeClassRef = %+v", ref)
+	}
+	if requirement(np, "karpenter.sh/provisioner-name") != nil || !finding(res, migrate.Warning, "Provisioner default", "spec.requirements[karpenter.sh/provisioner-name]") {
+		t.Error("provisioner-name must be dropped and reported")
+	}
+	if r := requirement(np, "kubernetes.io/arch"); r == nil || r.Values[0] != "amd64" {
+		t.Errorf("legacy arch default = %v", r)
+	}
+	if r := requirement(np, "karpenter.sh/capacity-type"); r == nil || len(r.Values) != 2 {
+		t.Errorf("an explicit requirement must not get the legacy default: %v", r)
+	}
+	if np.Spec.Disruption.ConsolidationPolicy != karpv1.ConsolidationPolicyWhenEmpty || np.Spec.Disruption.ConsolidateAfter.String() != "30s" {
+		t.Errorf("ttlSecondsAfterEmpty: %+v", np.Spec.Disruption)
+	}
+	if tmpl.Spec.ExpireAfter.String() != "720h0m0s" || !finding(res, migrate.Warning, "Provisioner default", "spec.ttlSecondsUntilExpired") {
+		t.Errorf("ttlSecondsUntilExpired: %s", tmpl.Spec.ExpireAfter)
+	}
+	if cpu := np.Spec.Limits[corev1.ResourceCPU]; cpu.String() != "1k" || *np.Spec.Weight != 10 {
+		t.Errorf("limits %v weight %v", np.Spec.Limits, np.Spec.Weight)
+	}
+
+	batch := pool(t, res, "batch")
+	if batch.Spec.Disruption.ConsolidationPolicy != karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized || batch.Spec.Disruption.ConsolidateAfter.String() != "0s" {
+		t.Errorf("consolidation.enabled: %+v", batch.Spec.Disruption)
+	}
+	if batch.Spec.Template.Spec.ExpireAfter.Duration != nil {
+		t.Errorf("no ttlSecondsUntilExpired must stay Never, got %s", batch.Spec.Template.Spec.ExpireAfter)
+	}
+	// default and batch share AWSNodeTemplate default with different kubelet settings.
+	if np.Spec.Template.Spec.NodeClassRef.Name != "default-default" || batch.Spec.Template.Spec.NodeClassRef.Name != "default-batch" {
+		t.Errorf("kubelet split: %s %s", np.Spec.Template.Spec.NodeClassRef.Name, batch.Spec.Template.Spec.NodeClassRef.Name)
+	}
+	if k := class(t, res, "default-batch").Spec.Kubelet; string(k["maxPods"].Raw) != "58" || k["containerRuntime"].Raw != nil {
+		t.Errorf("batch kubelet = %v", k)
+	}
+
+	nc := class(t, res, "default")
+	if len(nc.Spec.SecurityGroupSelectorTerms) != 2 || nc.Spec.SecurityGroupSelectorTerms[1].ID != "sg-0fedcba9876543210" {
+		t.Errorf("aws-ids: %+v", nc.Spec.SecurityGroupSelectorTerms)
+	}
+	if nc.Spec.SubnetSelectorTerms[0].Tags["karpenter.sh/discovery"] != "prod" || *nc.Spec.InstanceProfile != "KarpenterNodeInstanceProfile-prod" {
+		t.Errorf("subnets %+v profile %v", nc.Spec.SubnetSelectorTerms, nc.Spec.InstanceProfile)
+	}
+	if nc.Spec.AMISelectorTerms[0].Alias != "bottlerocket@latest" || *nc.Spec.MetadataOptions.HTTPPutResponseHopLimit != 2 {
+		t.Errorf("ami %+v metadata %+v", nc.Spec.AMISelectorTerms, nc.Spec.MetadataOptions)
+	}
+
+	gpu := class(t, res, "gpu") // the inline provider
+	if len(gpu.Spec.SubnetSelectorTerms) != 2 || gpu.Spec.SubnetSelectorTerms[0].ID != "subnet-0a1b2c3d" {
+		t.Errorf("inline provider subnets: %+v", gpu.Spec.SubnetSelectorTerms)
+	}
+	if len(gpu.Spec.AMISelectorTerms) != 2 || gpu.Spec.AMISelectorTerms[1].Owner != "123456789012" || gpu.Spec.AMISelectorTerms[0].Name != "amazon-eks-gpu-node-1.29-*" || gpu.Spec.AMISelectorTerms[0].Tags["purpose"] != "gpu" || *gpu.Spec.AMIFamily != "AL2" {
+		t.Errorf("amiSelector: %+v", gpu.Spec.AMISelectorTerms)
+	}
+	if r := requirement(pool(t, res, "gpu"), "karpenter.k8s.aws/instance-category"); r != nil {
+		t.Errorf("a named family must not get the legacy category default: %v", r)
+	}
+	if res.Report.HasErrors() {
+		t.Errorf("unexpected errors: %v", res.Report)
+	}
+}
+
+func TestV1beta1Mappings(t *testing.T) {
+	res := migrateFile(t, "testdata/v1beta1.yaml")
+	np := pool(t, res, "default")
+	if np.Spec.Disruption.ConsolidationPolicy != karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized || np.Spec.Disruption.ConsolidateAfter.String() != "0s" {
+		t.Errorf("WhenUnderutilized: %+v", np.Spec.Disruption)
+	}
+	if np.Spec.Template.Spec.ExpireAfter.String() != "720h0m0s" || np.Spec.Disruption.Budgets[0].Nodes != "20%" {
+		t.Errorf("expireAfter %s budgets %v", np.Spec.Template.Spec.ExpireAfter, np.Spec.Disruption.Budgets)
+	}
+	if r := requirement(np, "karpenter.k8s.aws/instance-category"); r == nil || r.MinValues == nil || *r.MinValues != 2 {
+		t.Errorf("minValues lost: %v", r)
+	}
+	nc := class(t, res, "default")
+	if nc.Spec.AMISelectorTerms[0].Alias != "al2023@latest" || nc.Spec.AMIFamily != nil || string(nc.Spec.Kubelet["maxPods"].Raw) != "110" || nc.Spec.Role != "KarpenterNodeRole-prod" {
+		t.Errorf("node class: %+v", nc.Spec)
+	}
+	if np.Spec.Template.Annotations["karpenter.sh/do-not-disrupt"] != "true" {
+		t.Errorf("do-not-evict: %v", np.Spec.Template.Annotations)
+	}
+}
+
+func TestWhatHasNoEquivalentIsAnError(t *testing.T) {
+	res := migrateFile(t, "testdata/unmigratable.yaml")
+	if !finding(res, migrate.Error, "AWSNodeTemplate legacy", "spec.launchTemplate") || !finding(res, migrate.Error, "AWSNodeTemplate ubuntu", "spec.amiFamily") {
+		t.Errorf("report = %v", res.Report)
+	}
+}
+
+// karpenterExamples are the v1 examples shipped with karpenter-provider-aws.
+func karpenterExamples(t *testing.T) []string {
+	dir, err := testenv.ModuleDir(testenv.KarpenterProviderModule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "examples", "v1", "*.yaml"))
+	if err != nil || len(files) < 10 {
+		t.Fatalf("%d examples: %v", len(files), err)
+	}
+	return files
+}
+
+func output(t *testing.T, res *migrate.Result) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	var objs []any
+	for _, nc := range res.NodeClasses {
+		objs = append(objs, nc)
+	}
+	for _, np := range res.NodePools {
+		objs = append(objs, np)
+	}
+	for _, o := range objs {
+		doc, err := render.CleanJSON(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := yaml.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf.WriteString("---\n")
+		buf.Write(b)
+	}
+	buf.WriteString("# report\n")
+	for _, f := range res.Report {
+		buf.WriteString("# " + strings.ReplaceAll(f.String(), "\t", " | ") + "\n")
+	}
+	return buf.Bytes()
+}
+
+// TestGoldenAndAcceptedByKarpenter compares each migration with its golden file and
+// server-side dry-runs every migrated object against Karpenter's v1 CRDs.
+func TestGoldenAndAcceptedByKarpenter(t *testing.T) {
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = env.Stop() }()
+	cases := map[string][]string{"v1alpha5": {"testdata/v1alpha5.yaml"}, "v1beta1": {"testdata/v1beta1.yaml"}, "karpenter-v1-examples": karpenterExamples(t)}
+	for name, paths := range cases {
+		res := migrateFile(t, paths...)
+		got := output(t, res)
+		path := filepath.Join("testdata", "golden", name+".yaml")
+		if *update {
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else if want, err := os.ReadFile(path); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s differs from the migration (go test ./internal/migrate -update):\n%s", path, got)
+		}
+		objs, err := manifest.Decode(path, bytes.NewReader(got))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			if err := env.Client.Patch(context.Background(), o.Unstructured, client.Apply, client.FieldOwner("migrate-test"), client.ForceOwnership, client.DryRunAll); err != nil {
+				t.Errorf("%s: %s rejected: %v", name, o.GetName(), err)
+			}
+		}
+		if len(objs) == 0 {
+			t.Errorf("%s migrated nothing", name)
+		}
+	}
+}
