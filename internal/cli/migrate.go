@@ -8,7 +8,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/poolsmith/poolsmith/internal/manifest"
 	"github.com/poolsmith/poolsmith/internal/migrate"
@@ -99,30 +98,21 @@ func writeReport(c *cobra.Command, report migrate.Report, file, format string) e
 }
 
 func writeMigrated(w io.Writer, res *migrate.Result) error {
-	var objs []any
-	for _, nc := range res.NodeClasses {
-		objs = append(objs, nc)
-	}
-	for _, np := range res.NodePools {
-		objs = append(objs, np)
-	}
-	for i, o := range objs {
+	var docs []map[string]any
+	for _, o := range append(objectsOf(res.NodeClasses), objectsOf(res.NodePools)...) {
 		doc, err := render.CleanJSON(o)
 		if err != nil {
 			return err
 		}
-		b, err := yaml.Marshal(doc)
-		if err != nil {
-			return err
-		}
-		if i > 0 {
-			if _, err := io.WriteString(w, "---\n"); err != nil {
-				return err
-			}
-		}
-		if _, err := w.Write(b); err != nil {
-			return err
-		}
+		docs = append(docs, doc)
 	}
-	return nil
+	return writeDocs(w, docs)
+}
+
+func objectsOf[T any](items []T) []any {
+	out := make([]any, len(items))
+	for i, it := range items {
+		out[i] = it
+	}
+	return out
 }

@@ -153,6 +153,11 @@ func writeObjects(w io.Writer, results []*render.Result, format string) error {
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
+	return writeDocs(w, docs)
+}
+
+// writeDocs writes objects as multi-document YAML.
+func writeDocs(w io.Writer, docs []map[string]any) error {
 	for i, d := range docs {
 		b, err := yaml.Marshal(d)
 		if err != nil {
