@@ -304,17 +304,21 @@ func karpenterOnDemand(path string) (map[string]float64, string, error) {
 	return out, generatedAt, nil
 }
 
-// moduleDir finds a module of this generator's go.mod in the module cache.
+// moduleDir downloads (if need be) a module at the version this generator's go.mod
+// requires and returns where the module cache holds it.
 func moduleDir(module string) (string, string, error) {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}} {{.Version}}", module).Output()
+	out, err := exec.Command("go", "mod", "download", "-json", module).Output()
 	if err != nil {
-		return "", "", fmt.Errorf("locating %s: %w", module, err)
+		return "", "", fmt.Errorf("downloading %s: %w", module, err)
 	}
-	dir, version, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
-	if dir == "" {
-		return "", "", fmt.Errorf("%s is not downloaded; run go mod download in hack/catalog", module)
+	var info struct{ Dir, Version, Error string }
+	if err := json.Unmarshal(out, &info); err != nil {
+		return "", "", fmt.Errorf("reading go mod download's answer for %s: %w", module, err)
 	}
-	return dir, version, nil
+	if info.Error != "" || info.Dir == "" {
+		return "", "", fmt.Errorf("downloading %s: %s", module, info.Error)
+	}
+	return info.Dir, info.Version, nil
 }
 
 func num(v float64) string { return strconv.FormatFloat(math.Round(v*1e6)/1e6, 'f', -1, 64) }

@@ -6,6 +6,7 @@ package testenv
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -74,22 +75,25 @@ func CRDDirs() ([]string, error) {
 }
 
 // ModuleDir asks the go command where a module's sources are: the main module for "",
-// otherwise the module cache copy at the version go.mod requires.
+// otherwise the module cache copy at the version go.mod requires, downloaded if need be.
 func ModuleDir(module string) (string, error) {
-	args := []string{"list", "-m", "-f", "{{.Dir}}"}
+	args := []string{"list", "-m", "-json"}
 	if module != "" {
-		args = append(args, module)
+		args = []string{"mod", "download", "-json", module}
 	}
 	cmd := exec.Command("go", args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("locating module %q with go list: %w: %s", module, err, strings.TrimSpace(stderr.String()))
+		return "", fmt.Errorf("locating module %q with go %s: %w: %s", module, args[0], err, strings.TrimSpace(stderr.String()))
 	}
-	dir := strings.TrimSpace(string(out))
-	if dir == "" {
-		return "", fmt.Errorf("go list found no directory for module %q; run `go mod download`", module)
+	var info struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &info); err != nil {
+		return "", fmt.Errorf("locating module %q: %w", module, err)
 	}
-	return dir, nil
+	if info.Dir == "" {
+		return "", fmt.Errorf("go found no directory for module %q: %s", module, info.Error)
+	}
+	return info.Dir, nil
 }
