@@ -191,6 +191,13 @@ var _ = DescribeTable("rejects an invalid WorkloadClass, naming the field",
 	Entry("budget schedule without duration", func(wc *v1alpha1.WorkloadClass) {
 		wc.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "1", Schedule: ptr.To("@daily")}}
 	}, "spec.disruption.budgets", "each budget must set schedule and duration together"),
+	Entry("Custom profile without architectures", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Profile = v1alpha1.ProfileCustom
+		wc.Spec.Architectures = nil
+	}, "spec", "profile Custom has no defaults: spec.architectures and spec.capacityTypes are required"),
+	Entry("extra requirement on a ladder axis", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: "kubernetes.io/arch", Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}}}
+	}, "spec.requirements", "capacity types and architectures are the ladder's axes"),
 	Entry("name longer than 63 characters", func(wc *v1alpha1.WorkloadClass) { wc.Name = strings.Repeat("a", 64) },
 		"metadata.name", "metadata.name must be at most 63 characters"),
 )

@@ -9,7 +9,7 @@ import (
 )
 
 // Profile names a preset of requirements and NodePool settings for a kind of workload.
-// +kubebuilder:validation:Enum=General;BurstableCI;GPU;MemoryOptimized
+// +kubebuilder:validation:Enum=General;BurstableCI;GPU;MemoryOptimized;Custom
 type Profile string
 
 const (
@@ -21,6 +21,9 @@ const (
 	ProfileGPU Profile = "GPU"
 	// ProfileMemoryOptimized is high memory-per-vCPU capacity for analytics.
 	ProfileMemoryOptimized Profile = "MemoryOptimized"
+	// ProfileCustom adds no defaults: the class states everything, architectures and
+	// capacity types included. Migrated pools that no profile matches use it.
+	ProfileCustom Profile = "Custom"
 )
 
 // Architecture is a CPU architecture as Karpenter's kubernetes.io/arch label names it.
@@ -86,6 +89,7 @@ const (
 )
 
 // WorkloadClassSpec declares what one kind of workload needs from its nodes.
+// +kubebuilder:validation:XValidation:rule="!has(self.profile) || self.profile != 'Custom' || (has(self.architectures) && has(self.capacityTypes))",message="profile Custom has no defaults: spec.architectures and spec.capacityTypes are required"
 type WorkloadClassSpec struct {
 	// baselineRef names the Baseline this class builds on. When omitted, the Baseline
 	// named "default" is used.
@@ -93,8 +97,8 @@ type WorkloadClassSpec struct {
 	BaselineRef *BaselineReference `json:"baselineRef,omitempty"`
 
 	// profile is the preset this class starts from: General (the default; mixed ARM/x86),
-	// BurstableCI, GPU or MemoryOptimized. Every field set in this spec overrides the
-	// profile's value.
+	// BurstableCI, GPU, MemoryOptimized, or Custom (no defaults at all). Every field set in
+	// this spec overrides the profile's value.
 	// +optional
 	Profile Profile `json:"profile,omitempty"`
 
@@ -113,6 +117,15 @@ type WorkloadClassSpec struct {
 	// +listType=set
 	// +optional
 	CapacityTypes []CapacityType `json:"capacityTypes,omitempty"`
+
+	// requirements are further Karpenter requirements every rung gets, for what the other
+	// fields do not cover (e.g. karpenter.k8s.aws/instance-hypervisor In [nitro]).
+	// Capacity types and architectures are the ladder's axes and have their own fields.
+	// +kubebuilder:validation:MaxItems=30
+	// +kubebuilder:validation:XValidation:rule="self.all(r, !(r.key in ['karpenter.sh/capacity-type', 'kubernetes.io/arch']))",message="capacity types and architectures are the ladder's axes: use spec.capacityTypes and spec.architectures"
+	// +listType=atomic
+	// +optional
+	Requirements []karpv1.NodeSelectorRequirementWithMinValues `json:"requirements,omitempty"`
 
 	// zones restricts nodes to these availability zones, e.g. us-east-1a. Unset means
 	// every zone the Baseline's subnets reach.

@@ -647,6 +647,13 @@ func (in *WorkloadClassSpec) DeepCopyInto(out *WorkloadClassSpec) {
 		*out = make([]CapacityType, len(*in))
 		copy(*out, *in)
 	}
+	if in.Requirements != nil {
+		in, out := &in.Requirements, &out.Requirements
+		*out = make([]v1.NodeSelectorRequirementWithMinValues, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
 	if in.Zones != nil {
 		in, out := &in.Zones, &out.Zones
 		*out = make([]string, len(*in))

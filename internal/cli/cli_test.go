@@ -300,7 +300,7 @@ func TestSimulate(t *testing.T) {
 }
 
 func TestMigrate(t *testing.T) {
-	code, out, stderr := run(t, "", "migrate", "-f", "../migrate/testdata/v1alpha5.yaml")
+	code, out, stderr := run(t, "", "migrate", "-f", "../migrate/testdata/v1alpha5.yaml", "--to", "v1")
 	if code != ExitOK || !strings.Contains(out, "kind: NodePool") || !strings.Contains(stderr, "karpenter.sh/provisioner-name") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 	}
@@ -312,7 +312,15 @@ func TestMigrate(t *testing.T) {
 	if code != ExitFindings || out != "" || json.Unmarshal([]byte(stderr), &report) != nil || len(report) == 0 {
 		t.Errorf("errors: exit %d, stdout %q, report %s", code, out, stderr)
 	}
-	if code, _, _ := run(t, "", "migrate", "-f", "../migrate/testdata/v1beta1.yaml", "--to", "poolsmith"); code != ExitUsage {
-		t.Errorf("--to poolsmith: exit %d, want 2 until it exists", code)
+	code, out, stderr = run(t, "", "migrate", "-f", "../migrate/testdata/v1beta1.yaml", "--check")
+	objs, err := manifest.Decode("stdout", strings.NewReader(out))
+	if err != nil || len(objs) != 2 || objs[0].GetKind() != "Baseline" || objs[1].GetKind() != "WorkloadClass" {
+		t.Fatalf("--to poolsmith: %v %d objects\n%s", err, len(objs), out)
+	}
+	if code != ExitFindings || !strings.Contains(stderr, "becomes WorkloadClass") {
+		t.Errorf("v1beta1 has warnings, so --check exits 1: exit %d\n%s", code, stderr)
+	}
+	if code, _, _ := run(t, "", "migrate", "-f", "../migrate/testdata/v1beta1.yaml", "--to", "v2"); code != ExitUsage {
+		t.Errorf("--to v2: exit %d, want 2", code)
 	}
 }

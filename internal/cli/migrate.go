@@ -19,20 +19,22 @@ func newMigrateCommand() *cobra.Command {
 	var to, reportFile, reportFormat string
 	var check, noLegacy bool
 	c := &cobra.Command{
-		Use:   "migrate -f PATH... [--to v1] [--check] [--report FILE]",
-		Short: "Migrate v1alpha5 Provisioners and v1beta1 objects to Karpenter v1, reporting every difference",
+		Use:   "migrate -f PATH... [--to poolsmith|v1] [--check] [--report FILE]",
+		Short: "Migrate old Karpenter objects to Baselines and WorkloadClasses (or plain v1), reporting every difference",
 		Long: `Read any mix of karpenter.sh/v1alpha5 Provisioners, karpenter.k8s.aws/v1alpha1
-AWSNodeTemplates, v1beta1 NodePools and EC2NodeClasses and v1 objects, and print Karpenter v1
-EC2NodeClasses and NodePools. The report (stderr, or --report FILE) lists every semantic
-difference with its source object and field: errors (no v1 equivalent: nothing is printed),
-warnings (behaviour changes or something dropped) and info (an old default written out).
-Migrating to Baselines and WorkloadClasses (--to poolsmith) is not available yet.`,
-		Example: `  poolsmith migrate -f provisioners.yaml --to v1 > v1.yaml
-  poolsmith migrate -f old/ --check --report report.json --report-format json`,
+AWSNodeTemplates, v1beta1 NodePools and EC2NodeClasses and v1 objects. --to poolsmith (the
+default) prints Baselines (one per distinct identity and network) and a WorkloadClass per
+NodePool, each checked against its plain v1 conversion by rendering it; --to v1 prints
+Karpenter v1 EC2NodeClasses and NodePools. The report (stderr, or --report FILE) lists every
+semantic difference with its source object and field: errors (no equivalent: nothing is
+printed), warnings (behaviour changes, something dropped, or an equivalence difference)
+and info (an old default written out, a choice made).`,
+		Example: `  poolsmith migrate -f provisioners.yaml > poolsmith.yaml
+  poolsmith migrate -f old/ --to v1 --check --report report.json --report-format json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if to != "v1" {
-				return usageError{fmt.Errorf("--to %s: only v1 is available (migrating to Baselines and WorkloadClasses is not built yet)", to)}
+			if to != "v1" && to != "poolsmith" {
+				return usageError{fmt.Errorf("--to %s: poolsmith or v1", to)}
 			}
 			if reportFormat != "text" && reportFormat != "json" {
 				return usageError{fmt.Errorf("--report-format %q: text or json", reportFormat)}
@@ -45,23 +47,29 @@ Migrating to Baselines and WorkloadClasses (--to poolsmith) is not available yet
 				return inputError{err.Error()}
 			}
 			res := migrate.ToV1(objs, migrate.Options{LegacyDefaults: !noLegacy})
-			if err := writeReport(c, res.Report, reportFile, reportFormat); err != nil {
+			report, objects := res.Report, append(objectsOf(res.NodeClasses), objectsOf(res.NodePools)...)
+			if to == "poolsmith" && !res.Report.HasErrors() {
+				ps := migrate.ToPoolsmith(res)
+				report = append(report, ps.Report...)
+				objects = append(objectsOf(ps.Baselines), objectsOf(ps.Classes)...)
+			}
+			if err := writeReport(c, report, reportFile, reportFormat); err != nil {
 				return err
 			}
-			if res.Report.HasErrors() {
+			if report.HasErrors() {
 				return exitError{ExitFindings}
 			}
-			if err := writeMigrated(c.OutOrStdout(), res); err != nil {
+			if err := writeMigrated(c.OutOrStdout(), objects); err != nil {
 				return err
 			}
-			if check && len(res.Report.Losses()) > 0 {
+			if check && len(report.Losses()) > 0 {
 				return exitError{ExitFindings}
 			}
 			return nil
 		},
 	}
 	c.Flags().StringSliceVarP(&files, "filename", "f", nil, "file, directory or - (stdin) of old Karpenter objects; repeatable")
-	c.Flags().StringVar(&to, "to", "v1", "what to produce: v1 (Karpenter v1 NodePools and EC2NodeClasses)")
+	c.Flags().StringVar(&to, "to", "poolsmith", "what to produce: poolsmith (Baselines and WorkloadClasses) or v1 (Karpenter v1 NodePools and EC2NodeClasses)")
 	c.Flags().BoolVar(&check, "check", false, "exit 1 when anything would be lost or change behaviour (any warning)")
 	c.Flags().BoolVar(&noLegacy, "no-legacy-defaults", false, "do not write out the v1alpha5 webhook's defaults (on-demand, amd64, linux, c/m/r, generation > 2)")
 	c.Flags().StringVar(&reportFile, "report", "", "write the report to FILE instead of stderr")
@@ -97,9 +105,9 @@ func writeReport(c *cobra.Command, report migrate.Report, file, format string) e
 	return tw.Flush()
 }
 
-func writeMigrated(w io.Writer, res *migrate.Result) error {
+func writeMigrated(w io.Writer, objects []any) error {
 	var docs []map[string]any
-	for _, o := range append(objectsOf(res.NodeClasses), objectsOf(res.NodePools)...) {
+	for _, o := range objects {
 		doc, err := render.CleanJSON(o)
 		if err != nil {
 			return err

@@ -15,6 +15,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/yaml"
 
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/manifest"
 	"github.com/poolsmith/poolsmith/internal/migrate"
 	"github.com/poolsmith/poolsmith/internal/render"
@@ -191,7 +192,6 @@ func karpenterExamples(t *testing.T) []string {
 
 func output(t *testing.T, res *migrate.Result) []byte {
 	t.Helper()
-	var buf bytes.Buffer
 	var objs []any
 	for _, nc := range res.NodeClasses {
 		objs = append(objs, nc)
@@ -199,6 +199,12 @@ func output(t *testing.T, res *migrate.Result) []byte {
 	for _, np := range res.NodePools {
 		objs = append(objs, np)
 	}
+	return documents(t, objs, res.Report)
+}
+
+func documents(t *testing.T, objs []any, report migrate.Report) []byte {
+	t.Helper()
+	var buf bytes.Buffer
 	for _, o := range objs {
 		doc, err := render.CleanJSON(o)
 		if err != nil {
@@ -212,7 +218,7 @@ func output(t *testing.T, res *migrate.Result) []byte {
 		buf.Write(b)
 	}
 	buf.WriteString("# report\n")
-	for _, f := range res.Report {
+	for _, f := range report {
 		buf.WriteString("# " + strings.ReplaceAll(f.String(), "\t", " | ") + "\n")
 	}
 	return buf.Bytes()
@@ -229,26 +235,88 @@ func TestGoldenAndAcceptedByKarpenter(t *testing.T) {
 	cases := map[string][]string{"v1alpha5": {"testdata/v1alpha5.yaml"}, "v1beta1": {"testdata/v1beta1.yaml"}, "karpenter-v1-examples": karpenterExamples(t)}
 	for name, paths := range cases {
 		res := migrateFile(t, paths...)
-		got := output(t, res)
-		path := filepath.Join("testdata", "golden", name+".yaml")
-		if *update {
-			if err := os.WriteFile(path, got, 0o644); err != nil {
-				t.Fatal(err)
+		ps := migrate.ToPoolsmith(res)
+		for _, f := range ps.Report {
+			if f.Field == "equivalence" || f.Severity == migrate.Error {
+				t.Errorf("%s: %v", name, f)
 			}
-		} else if want, err := os.ReadFile(path); err != nil || !bytes.Equal(got, want) {
-			t.Errorf("%s differs from the migration (go test ./internal/migrate -update):\n%s", path, got)
 		}
-		objs, err := manifest.Decode(path, bytes.NewReader(got))
-		if err != nil {
+		checkGolden(t, env, name, output(t, res))
+		checkGolden(t, env, name+"-poolsmith", poolsmithOutput(t, ps))
+	}
+}
+
+// checkGolden compares got with testdata/golden/<name>.yaml (-update rewrites it) and
+// server-side dry-runs every object in it.
+func checkGolden(t *testing.T, env *testenv.Env, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name+".yaml")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		for _, o := range objs {
-			if err := env.Client.Patch(context.Background(), o.Unstructured, client.Apply, client.FieldOwner("migrate-test"), client.ForceOwnership, client.DryRunAll); err != nil {
-				t.Errorf("%s: %s rejected: %v", name, o.GetName(), err)
-			}
+	} else if want, err := os.ReadFile(path); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the migration (go test ./internal/migrate -update):\n%s", path, got)
+	}
+	objs, err := manifest.Decode(path, bytes.NewReader(got))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if err := env.Client.Patch(context.Background(), o.Unstructured, client.Apply, client.FieldOwner("migrate-test"), client.ForceOwnership, client.DryRunAll); err != nil {
+			t.Errorf("%s: %s %s rejected: %v", name, o.GetKind(), o.GetName(), err)
 		}
-		if len(objs) == 0 {
-			t.Errorf("%s migrated nothing", name)
+	}
+	if len(objs) == 0 {
+		t.Errorf("%s migrated nothing", name)
+	}
+}
+
+func poolsmithOutput(t *testing.T, ps *migrate.PoolsmithResult) []byte {
+	t.Helper()
+	res := &migrate.Result{Report: ps.Report}
+	var objs []any
+	for _, b := range ps.Baselines {
+		objs = append(objs, b)
+	}
+	for _, c := range ps.Classes {
+		objs = append(objs, c)
+	}
+	return documents(t, objs, res.Report)
+}
+
+func TestProvisionerBecomesAnEquivalentClassWithItsTaints(t *testing.T) {
+	ps := migrate.ToPoolsmith(migrateFile(t, "testdata/v1alpha5.yaml"))
+	var wc *v1alpha1.WorkloadClass
+	for _, c := range ps.Classes {
+		if c.Name == "default" {
+			wc = c
+		}
+	}
+	if wc == nil || len(wc.Spec.Taints) != 1 || wc.Spec.Taints[0].Key != "example.com/special-taint" ||
+		len(wc.Spec.StartupTaints) != 1 || wc.Spec.StartupTaints[0].Effect != corev1.TaintEffectNoExecute {
+		t.Fatalf("class = %+v", wc)
+	}
+	if len(ps.Baselines) != 2 {
+		t.Errorf("the inline provider's identity differs from the template's: want 2 Baselines, got %d", len(ps.Baselines))
+	}
+}
+
+func TestEquivalenceFindsWhatARenderChanges(t *testing.T) {
+	v1 := migrateFile(t, "testdata/v1beta1.yaml")
+	ps := migrate.ToPoolsmith(v1)
+	wc := ps.Classes[0].DeepCopy()
+	wc.Spec.Taints = nil
+	wc.Spec.Architectures = wc.Spec.Architectures[:1]
+	wc.Spec.NodeClass = &v1alpha1.NodeClassOverrides{Tags: v1alpha1.Tags{"extra": "tag"}}
+	res, err := render.Render(ps.Baselines[0], wc, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffs := strings.Join(migrate.Equivalence(v1.NodePools[0], v1.NodeClasses[0], res), "\n")
+	for _, want := range []string{"capacity types and architectures", "taints [], the NodePool's [example.com/special-taint=:NoSchedule]", "EC2NodeClass default: tags.extra"} {
+		if !strings.Contains(diffs, want) {
+			t.Errorf("equivalence lacks %q:\n%s", want, diffs)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	sigsjson "sigs.k8s.io/json"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -98,6 +99,7 @@ func ToV1(objs []manifest.Object, opts Options) *Result {
 			if decode(o, np, r) {
 				np.ObjectMeta = metav1.ObjectMeta{Name: o.GetName()}
 				np.Status = karpv1.NodePoolStatus{}
+				karpenterDefaults(o, np, r)
 				if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil && strings.Contains(ref.Group, "/") {
 					r.add(Warning, "spec.template.spec.nodeClassRef.group", "%q names a version, which v1 rejects: written as %q", ref.Group, strings.SplitN(ref.Group, "/", 2)[0])
 					ref.Group = strings.SplitN(ref.Group, "/", 2)[0]
@@ -265,6 +267,33 @@ func fromV1beta1NodePool(name string, s *nodePoolV1beta1Spec, r *reporter) pendi
 		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "10%"}}
 	}
 	return pending{pool: np, kubelet: awsv1.KubeletConfiguration(ts.Kubelet), rep: r}
+}
+
+// karpenterDefaults writes out the defaults Karpenter's CRD gives a v1 NodePool for what
+// the input leaves out, so that nothing depends on a hidden default (a NillableDuration
+// left empty would even read as Never).
+func karpenterDefaults(o manifest.Object, np *karpv1.NodePool, r *reporter) {
+	set := func(path ...string) bool {
+		_, found, _ := unstructured.NestedFieldNoCopy(o.Object, path...)
+		return found
+	}
+	d := &np.Spec.Disruption
+	if !set("spec", "template", "spec", "expireAfter") {
+		np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("720h")
+		r.add(Info, "spec.template.spec.expireAfter", "unset: Karpenter's default 720h written out")
+	}
+	if !set("spec", "disruption", "consolidationPolicy") {
+		d.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized
+		r.add(Info, "spec.disruption.consolidationPolicy", "unset: Karpenter's default WhenEmptyOrUnderutilized written out")
+	}
+	if !set("spec", "disruption", "consolidateAfter") {
+		d.ConsolidateAfter = karpv1.MustParseNillableDuration("0s")
+		r.add(Info, "spec.disruption.consolidateAfter", "unset: Karpenter's default 0s written out")
+	}
+	if !set("spec", "disruption", "budgets") {
+		d.Budgets = []karpv1.Budget{{Nodes: "10%"}}
+		r.add(Info, "spec.disruption.budgets", "unset: Karpenter's default of 10%% of nodes written out")
+	}
 }
 
 func newNodePool(name string) *karpv1.NodePool {

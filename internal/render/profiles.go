@@ -89,6 +89,8 @@ var Profiles = map[v1alpha1.Profile]ProfileDefaults{
 		// order (on-demand first) unless the class asks for a cost strategy.
 		Strategy: v1alpha1.WeightingStatic,
 	},
+	// Custom adds nothing: not even kubernetes.io/os.
+	v1alpha1.ProfileCustom: {},
 	v1alpha1.ProfileMemoryOptimized: {
 		Architectures:       []v1alpha1.Architecture{v1alpha1.ArchitectureAMD64, v1alpha1.ArchitectureARM64},
 		CapacityTypes:       []v1alpha1.CapacityType{v1alpha1.CapacityTypeOnDemand, v1alpha1.CapacityTypeSpot},

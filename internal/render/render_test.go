@@ -661,3 +661,23 @@ func TestProvenanceCoversEveryField(t *testing.T) {
 		}
 	}
 }
+
+func TestCustomProfileAddsNothingAndExtraRequirementsReachEveryRung(t *testing.T) {
+	res := mustRender(t, baseline(), class("raw", v1alpha1.ProfileCustom,
+		withArchitectures(v1alpha1.ArchitectureAMD64), withCapacityTypes(v1alpha1.CapacityTypeOnDemand),
+		func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: "karpenter.k8s.aws/instance-hypervisor", Operator: corev1.NodeSelectorOpIn, Values: []string{"nitro"}}}
+		}))
+	np := res.NodePools[0]
+	var keys []string
+	for _, r := range np.Spec.Template.Spec.Requirements {
+		keys = append(keys, r.Key)
+	}
+	if want := []string{"karpenter.sh/capacity-type", "kubernetes.io/arch", "karpenter.k8s.aws/instance-hypervisor"}; !reflect.DeepEqual(keys, want) {
+		t.Errorf("requirements = %v, want %v", keys, want)
+	}
+	if np.Spec.Template.Spec.Taints != nil || np.Spec.Disruption.ConsolidationPolicy != karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized {
+		t.Errorf("Custom added something: %+v", np.Spec)
+	}
+	renderError(t, baseline(), class("bare", v1alpha1.ProfileCustom), v1alpha1.ReasonInvalidSpec, "spec.profile", "Custom has no defaults")
+}

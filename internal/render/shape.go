@@ -41,7 +41,9 @@ func (r *renderer) resolveShape(t *template) {
 	req := func(key string, op corev1.NodeSelectorOperator, origin Origin, values ...string) {
 		t.requirements = append(t.requirements, originReq{karpv1.NodeSelectorRequirementWithMinValues{Key: key, Operator: op, Values: values}, origin})
 	}
-	req(corev1.LabelOSStable, corev1.NodeSelectorOpIn, profileOrigin, OS)
+	if r.profileName != v1alpha1.ProfileCustom {
+		req(corev1.LabelOSStable, corev1.NodeSelectorOpIn, profileOrigin, OS)
+	}
 	if len(spec.Zones) > 0 {
 		req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, OriginClass, spec.Zones...)
 	}
@@ -108,6 +110,12 @@ func (r *renderer) resolveShape(t *template) {
 	}
 	if len(gpu.Names) > 0 {
 		req(LabelGPUName, corev1.NodeSelectorOpIn, OriginClass, gpu.Names...)
+	}
+	for _, extra := range spec.Requirements {
+		t.requirements = append(t.requirements, originReq{*extra.DeepCopy(), OriginClass})
+	}
+	if r.profileName == v1alpha1.ProfileCustom && (len(t.archs) == 0 || len(t.capacityTypes) == 0) {
+		r.invalid("spec.profile", "Custom has no defaults: set spec.architectures and spec.capacityTypes")
 	}
 	r.resolveSlices(t, shape)
 }
