@@ -320,3 +320,27 @@ func TestEquivalenceFindsWhatARenderChanges(t *testing.T) {
 		}
 	}
 }
+
+func TestAMISelectorIDsBecomeIDTerms(t *testing.T) {
+	objs, err := manifest.Decode("ids.yaml", strings.NewReader(`apiVersion: karpenter.k8s.aws/v1alpha1
+kind: AWSNodeTemplate
+metadata: {name: pinned}
+spec:
+  instanceProfile: profile
+  subnetSelector: {aws-ids: "subnet-1"}
+  securityGroupSelector: {aws-ids: "sg-1"}
+  amiFamily: AL2023
+  amiSelector: {"aws::ids": "ami-0123456789abcdef0, ami-0fedcba9876543210", team: web}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := migrate.ToV1(objs, migrate.Options{})
+	terms := class(t, res, "pinned").Spec.AMISelectorTerms
+	if len(terms) != 2 || terms[0].ID != "ami-0123456789abcdef0" || terms[1].ID != "ami-0fedcba9876543210" || terms[0].Tags != nil {
+		t.Errorf("terms = %+v", terms)
+	}
+	if !finding(res, migrate.Warning, "pinned", "spec.amiSelector") {
+		t.Errorf("the dropped tag filter must be reported: %v", res.Report)
+	}
+}
