@@ -147,6 +147,29 @@ var _ = Describe("WorkloadClass controller", func() {
 		Entry("Orphan", v1alpha1.PruneOrphan),
 	)
 
+	It("revives a retiring rung the class renders again", func() {
+		create(newBaseline("revive"), newClass("revive", "revive", func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.PrunePolicy = v1alpha1.PruneRetire
+			wc.Spec.Limits = cpu(64)
+		}))
+		waitSynced("revive")
+		limit := func() string {
+			l := get(&karpv1.NodePool{}, "revive-on-demand-amd64").Spec.Limits[corev1.ResourceCPU]
+			return l.String()
+		}
+		wc := get(&v1alpha1.WorkloadClass{}, "revive")
+		wc.Spec.CapacityTypes = []v1alpha1.CapacityType{v1alpha1.CapacityTypeSpot}
+		Expect(env.Client.Update(ctx, wc)).To(Succeed())
+		Eventually(limit).Should(Equal("0"))
+
+		wc = get(&v1alpha1.WorkloadClass{}, "revive")
+		wc.Spec.CapacityTypes = []v1alpha1.CapacityType{v1alpha1.CapacityTypeSpot, v1alpha1.CapacityTypeOnDemand}
+		Expect(env.Client.Update(ctx, wc)).To(Succeed())
+		Eventually(limit).Should(Equal("64"))
+		Expect(get(&karpv1.NodePool{}, "revive-on-demand-amd64").Annotations).NotTo(HaveKey(v1alpha1.AnnotationRetired))
+		waitSynced("revive")
+	})
+
 	It("never prunes or changes children while the Baseline is missing, and recovers when it is created", func() {
 		create(newBaseline("orphaned-base"), newClass("nobase", "orphaned-base"))
 		waitSynced("nobase")

@@ -145,6 +145,9 @@ func (r *WorkloadClassReconciler) apply(ctx context.Context, wc *v1alpha1.Worklo
 	for _, np := range res.NodePools {
 		var liveNP client.Object
 		if l, found := live.nodePools[np.Name]; found {
+			if err := r.revive(ctx, wc, l, np); err != nil {
+				return out, err
+			}
 			liveNP = l
 		}
 		if _, err := r.applyChild(ctx, wc, np, &karpv1.NodePool{}, liveNP, &out, func(want, have client.Object) diff.Drift {
@@ -302,11 +305,29 @@ func (r *WorkloadClassReconciler) retire(ctx context.Context, wc *v1alpha1.Workl
 	}
 	patch := client.MergeFrom(np.DeepCopy())
 	np.Spec.Limits = zero
+	metav1.SetMetaDataAnnotation(&np.ObjectMeta, v1alpha1.AnnotationRetired, "true")
 	if err := r.Patch(ctx, np, patch); err != nil {
 		return false, fmt.Errorf("retiring NodePool %s: %w", np.Name, err)
 	}
 	r.event(wc, np, "Normal", "Retiring", "Prune", "NodePool %s is no longer rendered: limits set to zero; it is deleted once it has no nodes", np.Name)
 	return false, nil
+}
+
+// revive undoes a retirement when the class renders the NodePool again: the zero limits
+// were written by a merge patch, outside server-side apply, so apply alone would not
+// remove them.
+func (r *WorkloadClassReconciler) revive(ctx context.Context, wc *v1alpha1.WorkloadClass, live, want *karpv1.NodePool) error {
+	if _, retired := live.Annotations[v1alpha1.AnnotationRetired]; !retired {
+		return nil
+	}
+	patch := client.MergeFrom(live.DeepCopy())
+	delete(live.Annotations, v1alpha1.AnnotationRetired)
+	live.Spec.Limits = want.Spec.Limits
+	if err := r.Patch(ctx, live, patch); err != nil {
+		return fmt.Errorf("reviving NodePool %s: %w", live.Name, err)
+	}
+	r.event(wc, live, "Normal", "Revived", "Apply", "NodePool %s is rendered again: its retirement is undone", live.Name)
+	return nil
 }
 
 func isZero(limits karpv1.Limits) bool {

@@ -73,6 +73,9 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// ManagedByValue is the value of LabelManagedBy on Poolsmith's children.
 	ManagedByValue = "poolsmith"
+	// AnnotationRetired marks a NodePool whose limits Poolsmith set to zero under
+	// prunePolicy Retire, so that it can restore them if the class renders it again.
+	AnnotationRetired = "poolsmith.dev/retired"
 	// Finalizer holds a WorkloadClass until its NodePools and EC2NodeClass are removed.
 	Finalizer = "poolsmith.dev/finalizer"
 	// DefaultBaselineName is the Baseline used when a class names none.
