@@ -46,7 +46,7 @@ first. --missing-facts lists the types known only by price (from Karpenter's tab
 				return err
 			}
 			cat, region := opts.Catalog, flags.region
-			if !slices.Contains(flags.outputs(), flags.output) {
+			if !slices.Contains(catalogOutputs, flags.output) {
 				return usageError{fmt.Errorf("unknown output format %q (allowed: table, json)", flags.output)}
 			}
 			if _, ok := cat.Prices[region]; !ok {
@@ -80,7 +80,8 @@ first. --missing-facts lists the types known only by price (from Karpenter's tab
 	return c
 }
 
-func (f *inputFlags) outputs() []string { return []string{"", "table", "json"} }
+// catalogOutputs are the output formats catalog accepts.
+var catalogOutputs = []string{"", "table", "json"}
 
 func priced(rung string, t *catalog.InstanceType, p catalog.Price, hourly float64) catalogRow {
 	row := catalogRow{Rung: rung, InstanceType: t, Price: &p, HourlyPrice: hourly}
@@ -92,7 +93,7 @@ func priced(rung string, t *catalog.InstanceType, p catalog.Price, hourly float6
 
 // classRows renders the class and lists, per rung, the priced types it allows.
 func classRows(c *cobra.Command, flags *inputFlags, cat *catalog.Catalog, region, class string) ([]catalogRow, error) {
-	results, err := flags.renderAll(c, flags.outputs()...)
+	results, err := flags.renderAll(c, catalogOutputs...)
 	if err != nil {
 		return nil, err
 	}
