@@ -2,7 +2,9 @@ package migrate
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -51,7 +53,7 @@ func Equivalence(np *karpv1.NodePool, nc *awsv1.EC2NodeClass, res *render.Result
 		got[string(r.CapacityType)+"/"+string(r.Arch)] = true
 	}
 	if !reflect.DeepEqual(want, got) {
-		add("capacity types and architectures: the NodePool allows %v, the rungs %v", sortedKeys(want), sortedKeys(got))
+		add("capacity types and architectures: the NodePool allows %v, the rungs %v", slices.Sorted(maps.Keys(want)), slices.Sorted(maps.Keys(got)))
 	}
 
 	others := requirementsBesideAxes(t.Spec.Requirements)
@@ -116,7 +118,11 @@ func Equivalence(np *karpv1.NodePool, nc *awsv1.EC2NodeClass, res *render.Result
 	if nc.Spec.MetadataOptions == nil {
 		delete(rendered, "metadataOptions")
 	} else if mo, ok := orig["metadataOptions"].(map[string]any); ok {
-		for k, v := range map[string]any{"httpEndpoint": "enabled", "httpProtocolIPv6": "disabled", "httpPutResponseHopLimit": float64(1), "httpTokens": "required"} {
+		defaults, err := render.CleanJSON(render.KarpenterDefaultMetadataOptions())
+		if err != nil {
+			return append(out, err.Error())
+		}
+		for k, v := range defaults {
 			if _, set := mo[k]; !set {
 				mo[k] = v
 			}
@@ -150,7 +156,7 @@ func union(a, b []string) []string {
 	for _, k := range append(a, b...) {
 		set[k] = true
 	}
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 func taintSet(ts []corev1.Taint) string {

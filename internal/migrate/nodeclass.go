@@ -2,6 +2,8 @@ package migrate
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
@@ -111,7 +113,7 @@ func selectorIDs(selector map[string]string, key, field string, r *reporter) []s
 	ids := splitList(selector[key])
 	if len(ids) > 0 {
 		if others := selectorTags(selector, key); len(others) > 0 {
-			r.add(Warning, "spec."+field, "%s and other keys cannot be combined in v1: the ids are kept and %v dropped", key, sortedKeys(others))
+			r.add(Warning, "spec."+field, "%s and other keys cannot be combined in v1: the ids are kept and %v dropped", key, slices.Sorted(maps.Keys(others)))
 		}
 	}
 	return ids

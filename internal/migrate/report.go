@@ -4,10 +4,7 @@
 // meaning, what had no equivalent, and which old defaults it wrote out explicitly.
 package migrate
 
-import (
-	"fmt"
-	"sort"
-)
+import "fmt"
 
 // Severities of findings.
 const (
@@ -63,13 +60,4 @@ type reporter struct {
 
 func (r *reporter) add(severity, field, format string, args ...any) {
 	r.report = append(r.report, Finding{Severity: severity, Source: r.source, Field: field, Message: fmt.Sprintf(format, args...)})
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

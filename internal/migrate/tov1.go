@@ -3,7 +3,9 @@ package migrate
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
@@ -16,6 +18,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/poolsmith/poolsmith/internal/manifest"
+	"github.com/poolsmith/poolsmith/internal/render"
 )
 
 // Options change what the migration writes.
@@ -222,7 +225,7 @@ func fromProvisioner(name string, s *provisionerSpec, opts Options, r *reporter)
 		t.Spec.ExpireAfter = karpv1.MustParseNillableDuration(karpv1.Never)
 		r.add(Info, "spec.ttlSecondsUntilExpired", "unset, so nodes never expired; kept with expireAfter Never (v1 would default to 720h)")
 	}
-	np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "10%"}}
+	np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: render.KarpenterDefaultBudgetNodes}}
 	r.add(Info, "spec.disruption.budgets", "v1alpha5 had no budgets; v1 lets at most 10%% of nodes be disrupted at once, written out")
 	kubelet := awsv1.KubeletConfiguration(s.KubeletConfiguration)
 	if _, ok := kubelet["containerRuntime"]; ok {
@@ -244,9 +247,9 @@ func fromV1beta1NodePool(name string, s *nodePoolV1beta1Spec, r *reporter) pendi
 	}
 	t.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: ref}
 	np.Spec.Limits, np.Spec.Weight = karpv1.Limits(s.Limits), s.Weight
-	np.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized
-	np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("0s")
-	t.Spec.ExpireAfter = karpv1.MustParseNillableDuration("720h")
+	np.Spec.Disruption.ConsolidationPolicy = render.KarpenterDefaultConsolidationPolicy
+	np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration(render.KarpenterDefaultConsolidateAfter)
+	t.Spec.ExpireAfter = karpv1.MustParseNillableDuration(render.KarpenterDefaultExpireAfter)
 	if d := s.Disruption; d != nil {
 		switch d.ConsolidationPolicy {
 		case "WhenUnderutilized":
@@ -264,7 +267,7 @@ func fromV1beta1NodePool(name string, s *nodePoolV1beta1Spec, r *reporter) pendi
 		np.Spec.Disruption.Budgets = d.Budgets
 	}
 	if len(np.Spec.Disruption.Budgets) == 0 {
-		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "10%"}}
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: render.KarpenterDefaultBudgetNodes}}
 	}
 	return pending{pool: np, kubelet: awsv1.KubeletConfiguration(ts.Kubelet), rep: r}
 }
@@ -279,19 +282,19 @@ func karpenterDefaults(o manifest.Object, np *karpv1.NodePool, r *reporter) {
 	}
 	d := &np.Spec.Disruption
 	if !set("spec", "template", "spec", "expireAfter") {
-		np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("720h")
+		np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration(render.KarpenterDefaultExpireAfter)
 		r.add(Info, "spec.template.spec.expireAfter", "unset: Karpenter's default 720h written out")
 	}
 	if !set("spec", "disruption", "consolidationPolicy") {
-		d.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized
+		d.ConsolidationPolicy = render.KarpenterDefaultConsolidationPolicy
 		r.add(Info, "spec.disruption.consolidationPolicy", "unset: Karpenter's default WhenEmptyOrUnderutilized written out")
 	}
 	if !set("spec", "disruption", "consolidateAfter") {
-		d.ConsolidateAfter = karpv1.MustParseNillableDuration("0s")
+		d.ConsolidateAfter = karpv1.MustParseNillableDuration(render.KarpenterDefaultConsolidateAfter)
 		r.add(Info, "spec.disruption.consolidateAfter", "unset: Karpenter's default 0s written out")
 	}
 	if !set("spec", "disruption", "budgets") {
-		d.Budgets = []karpv1.Budget{{Nodes: "10%"}}
+		d.Budgets = []karpv1.Budget{{Nodes: render.KarpenterDefaultBudgetNodes}}
 		r.add(Info, "spec.disruption.budgets", "unset: Karpenter's default of 10%% of nodes written out")
 	}
 }
@@ -307,7 +310,7 @@ func newNodePool(name string) *karpv1.NodePool {
 // karpenter.sh/do-not-disrupt.
 func doNotDisrupt(annotations map[string]string, r *reporter) map[string]string {
 	out := map[string]string{}
-	for _, k := range sortedKeys(annotations) {
+	for _, k := range slices.Sorted(maps.Keys(annotations)) {
 		switch k {
 		case "karpenter.sh/do-not-evict", "karpenter.sh/do-not-consolidate":
 			out["karpenter.sh/do-not-disrupt"] = "true"
@@ -329,7 +332,7 @@ func settleKubelet(pools []pending, classes map[string]*awsv1.EC2NodeClass, addC
 	for _, p := range pools {
 		byClass[p.pool.Spec.Template.Spec.NodeClassRef.Name] = append(byClass[p.pool.Spec.Template.Spec.NodeClassRef.Name], p)
 	}
-	for _, name := range sortedKeys(byClass) {
+	for _, name := range slices.Sorted(maps.Keys(byClass)) {
 		group := byClass[name]
 		nc, ok := classes[name]
 		if !ok {

@@ -18,12 +18,16 @@ import (
 // TagClass is the EC2 tag every instance of a class carries, for cost allocation.
 const TagClass = "poolsmith.dev/class"
 
-// Karpenter's default instance metadata options, written out when the Baseline sets none.
-var karpenterDefaultMetadataOptions = awsv1.MetadataOptions{
-	HTTPEndpoint:            ptr.To("enabled"),
-	HTTPProtocolIPv6:        ptr.To("disabled"),
-	HTTPPutResponseHopLimit: ptr.To[int64](1),
-	HTTPTokens:              ptr.To("required"),
+// KarpenterDefaultMetadataOptions returns Karpenter's default instance metadata options,
+// written out for every field the Baseline leaves unset. Each call returns fresh
+// pointers, so a rendered object never aliases another.
+func KarpenterDefaultMetadataOptions() awsv1.MetadataOptions {
+	return awsv1.MetadataOptions{
+		HTTPEndpoint:            ptr.To("enabled"),
+		HTTPProtocolIPv6:        ptr.To("disabled"),
+		HTTPPutResponseHopLimit: ptr.To[int64](1),
+		HTTPTokens:              ptr.To("required"),
+	}
 }
 
 // renderNodeClass merges the class's overrides and its profile onto the Baseline's
@@ -88,7 +92,7 @@ func (r *renderer) defaultMetadataOptions(spec *awsv1.EC2NodeClassSpec, o origin
 	if spec.MetadataOptions == nil {
 		spec.MetadataOptions = &awsv1.MetadataOptions{}
 	}
-	m, d := spec.MetadataOptions, karpenterDefaultMetadataOptions
+	m, d := spec.MetadataOptions, KarpenterDefaultMetadataOptions()
 	fill := func(field string, isSet bool, setDefault func()) {
 		if !isSet {
 			setDefault()
