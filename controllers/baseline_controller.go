@@ -56,14 +56,5 @@ func (r *BaselineReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func (r *BaselineReconciler) allBaselines(ctx context.Context, _ client.Object) []reconcile.Request {
-	list := &v1alpha1.BaselineList{}
-	if err := r.List(ctx, list); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing Baselines")
-		return nil
-	}
-	reqs := make([]reconcile.Request, len(list.Items))
-	for i := range list.Items {
-		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
-	}
-	return reqs
+	return listRequests(ctx, r, &v1alpha1.BaselineList{})
 }

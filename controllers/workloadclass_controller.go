@@ -258,16 +258,7 @@ func (r *WorkloadClassReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func (r *WorkloadClassReconciler) classesForBaseline(ctx context.Context, obj client.Object) []reconcile.Request {
-	classes := &v1alpha1.WorkloadClassList{}
-	if err := r.List(ctx, classes, client.MatchingFields{BaselineIndex: obj.GetName()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing WorkloadClasses of Baseline", "baseline", obj.GetName())
-		return nil
-	}
-	reqs := make([]reconcile.Request, len(classes.Items))
-	for i, wc := range classes.Items {
-		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&wc)}
-	}
-	return reqs
+	return listRequests(ctx, r, &v1alpha1.WorkloadClassList{}, client.MatchingFields{BaselineIndex: obj.GetName()})
 }
 
 // IndexBaselineName registers BaselineIndex.

@@ -114,14 +114,5 @@ func requeueForStaleness(res ctrl.Result, f signals.Freshness, now time.Time) ct
 
 // classesForSignals re-renders every class when the signals change.
 func (r *WorkloadClassReconciler) classesForSignals(ctx context.Context, _ client.Object) []reconcile.Request {
-	classes := &v1alpha1.WorkloadClassList{}
-	if err := r.List(ctx, classes); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing WorkloadClasses for new signals")
-		return nil
-	}
-	reqs := make([]reconcile.Request, len(classes.Items))
-	for i := range classes.Items {
-		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&classes.Items[i])}
-	}
-	return reqs
+	return listRequests(ctx, r, &v1alpha1.WorkloadClassList{})
 }

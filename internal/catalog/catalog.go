@@ -82,8 +82,6 @@ type Price struct {
 type Catalog struct {
 	Types  map[string]*InstanceType
 	Prices map[string]map[string]Price // region -> type -> price
-	// Header is the generated file's comment header: sources, dates, licences, guards.
-	Header string
 }
 
 var (
@@ -101,13 +99,8 @@ func Load() (*Catalog, error) {
 // Parse reads a catalog in the generated format.
 func Parse(text string) (*Catalog, error) {
 	c := &Catalog{Types: map[string]*InstanceType{}, Prices: map[string]map[string]Price{}}
-	var header strings.Builder
 	for n, line := range strings.Split(text, "\n") {
-		if line == "" {
-			continue
-		}
-		if strings.HasPrefix(line, "#") {
-			header.WriteString(line + "\n")
+		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
 		f := strings.Split(line, "\t")
@@ -165,7 +158,6 @@ func Parse(text string) (*Catalog, error) {
 			return nil, bad(fmt.Errorf("unknown row"))
 		}
 	}
-	c.Header = header.String()
 	for _, t := range c.Types {
 		t.labels = t.computeLabels()
 	}

@@ -185,7 +185,7 @@ func FromFile(data []byte, source, region string) (*Signals, error) {
 // Apply overlays the signals on the catalog's prices for their region and returns the
 // result; c is not changed.
 func (s *Signals) Apply(c *catalog.Catalog) *catalog.Catalog {
-	out := &catalog.Catalog{Types: c.Types, Prices: map[string]map[string]catalog.Price{}, Header: c.Header}
+	out := &catalog.Catalog{Types: c.Types, Prices: map[string]map[string]catalog.Price{}}
 	for r, prices := range c.Prices {
 		out.Prices[r] = prices
 	}
