@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
@@ -32,27 +31,19 @@ type family struct {
 
 // children reads the class's children from the cache, which holds only labelled ones.
 func (r *WorkloadClassReconciler) children(ctx context.Context, wc *v1alpha1.WorkloadClass) (*family, error) {
-	f := &family{nodePools: map[string]*karpv1.NodePool{}, overlays: map[string]*karpv1alpha1.NodeOverlay{}}
+	f := &family{overlays: map[string]*karpv1alpha1.NodeOverlay{}}
 	owned := client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue, v1alpha1.LabelClass: wc.Name}
 	pools := &karpv1.NodePoolList{}
 	if err := r.List(ctx, pools, owned); err != nil {
 		return nil, fmt.Errorf("listing NodePools of WorkloadClass %s: %w", wc.Name, err)
 	}
-	for i := range pools.Items {
-		if np := &pools.Items[i]; metav1.IsControlledBy(np, wc) {
-			f.nodePools[np.Name] = np
-		}
-	}
+	f.nodePools = controlledBy(pools.Items, wc)
 	if r.NodeOverlays {
 		overlays := &karpv1alpha1.NodeOverlayList{}
 		if err := r.List(ctx, overlays, owned); err != nil {
 			return nil, fmt.Errorf("listing NodeOverlays of WorkloadClass %s: %w", wc.Name, err)
 		}
-		for i := range overlays.Items {
-			if ov := &overlays.Items[i]; metav1.IsControlledBy(ov, wc) {
-				f.overlays[ov.Name] = ov
-			}
-		}
+		f.overlays = controlledBy(overlays.Items, wc)
 	}
 	nc := &awsv1.EC2NodeClass{}
 	err := r.Get(ctx, client.ObjectKey{Name: wc.Name}, nc)
@@ -75,12 +66,21 @@ func (f *family) usage() map[string]corev1.ResourceList {
 }
 
 func (f *family) nodePoolNames() []string {
-	names := make([]string, 0, len(f.nodePools))
-	for n := range f.nodePools {
-		names = append(names, n)
+	return slices.Sorted(maps.Keys(f.nodePools))
+}
+
+// controlledBy keeps, by name, the listed objects whose controller is owner.
+func controlledBy[T any, PT interface {
+	*T
+	client.Object
+}](items []T, owner metav1.Object) map[string]PT {
+	out := map[string]PT{}
+	for i := range items {
+		if o := PT(&items[i]); metav1.IsControlledBy(o, owner) {
+			out[o.GetName()] = o
+		}
 	}
-	sort.Strings(names)
-	return names
+	return out
 }
 
 // ladder are the NodePools and NodeOverlays, by name: what must go before the EC2NodeClass.
