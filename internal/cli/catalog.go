@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -135,12 +134,7 @@ func writeCatalog(c *cobra.Command, rows []catalogRow, format string) error {
 		if rows == nil {
 			rows = []catalogRow{}
 		}
-		b, err := json.MarshalIndent(rows, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(out, "%s\n", b)
-		return err
+		return writeJSON(out, rows)
 	}
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "RUNG\tTYPE\tARCH\tVCPU\tMEMORY\tGPUS\tON-DEMAND\tSPOT-MIN\tSPOT-AVG\tINTERRUPTION\t$/VCPU-H")

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -41,12 +40,7 @@ spec.template.spec.requirements[kubernetes.io/arch].`,
 				return inputError{fmt.Sprintf("--object %s: no generated object has that name", object)}
 			}
 			if flags.output == "json" {
-				b, err := json.MarshalIndent(fields, "", "  ")
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintf(c.OutOrStdout(), "%s\n", b)
-				return err
+				return writeJSON(c.OutOrStdout(), fields)
 			}
 			w := tabwriter.NewWriter(c.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(w, "OBJECT\tPATH\tVALUE\tORIGIN")

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"text/tabwriter"
 
@@ -34,11 +33,9 @@ there is an error.`,
 				if findings == nil {
 					findings = []lint.Finding{}
 				}
-				b, err := json.MarshalIndent(findings, "", "  ")
-				if err != nil {
+				if err := writeJSON(out, findings); err != nil {
 					return err
 				}
-				fmt.Fprintf(out, "%s\n", b)
 			} else {
 				w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 				for _, f := range findings {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -146,12 +145,7 @@ func writeObjects(w io.Writer, results []*render.Result, format string) error {
 		for i, d := range docs {
 			items[i] = d
 		}
-		b, err := json.MarshalIndent(map[string]any{"apiVersion": "v1", "kind": "List", "items": items}, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
+		return writeJSON(w, map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
 	}
 	return writeDocs(w, docs)
 }

@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -69,4 +70,14 @@ workload needs) into fully expanded Karpenter NodePools and EC2NodeClasses.`,
 	root.Args = cobra.NoArgs
 	root.RunE = manager.RunE
 	return root
+}
+
+// writeJSON writes v as indented JSON and a newline, the shape of every --output json.
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }

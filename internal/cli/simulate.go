@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -108,12 +107,7 @@ func writeSimulation(w io.Writer, format string, ours, theirs *simulate.Result, 
 		if theirs != nil {
 			out["compared"] = theirs
 		}
-		b, err := json.MarshalIndent(out, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
+		return writeJSON(w, out)
 	}
 	printNodeClaims(w, ours)
 	if theirs == nil {
