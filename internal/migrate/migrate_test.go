@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -349,5 +350,43 @@ spec:
 	}
 	if !finding(res, migrate.Warning, "pinned", "spec.amiSelector") {
 		t.Errorf("the dropped tag filter must be reported: %v", res.Report)
+	}
+}
+
+// Pools sharing a node class with different kubelet settings each get a copy; long names
+// must not truncate into one name, which would keep only the last pool's kubelet.
+func TestKubeletCopiesOfLongNamesStayDistinct(t *testing.T) {
+	long := strings.Repeat("a", 40)
+	doc := func(pool string, maxPods int) string {
+		return fmt.Sprintf(`apiVersion: karpenter.sh/v1alpha5
+kind: Provisioner
+metadata: {name: %s}
+spec:
+  providerRef: {name: %s}
+  kubeletConfiguration: {maxPods: %d}
+---
+`, pool, long, maxPods)
+	}
+	objs, err := manifest.Decode("long.yaml", strings.NewReader(doc(long+"-pool-one", 10)+doc(long+"-pool-two", 20)+`apiVersion: karpenter.k8s.aws/v1beta1
+kind: EC2NodeClass
+metadata: {name: `+long+`}
+spec:
+  amiFamily: AL2023
+  role: KarpenterNodeRole
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: prod}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: prod}}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := migrate.ToV1(objs, migrate.Options{})
+	for name, maxPods := range map[string]string{long + "-pool-one": "10", long + "-pool-two": "20"} {
+		ref := pool(t, res, name).Spec.Template.Spec.NodeClassRef.Name
+		if len(ref) > 63 {
+			t.Errorf("%s: node class name %q is longer than 63", name, ref)
+		}
+		if got := string(class(t, res, ref).Spec.Kubelet["maxPods"].Raw); got != maxPods {
+			t.Errorf("%s: its node class %s has maxPods %s, want %s", name, ref, got, maxPods)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package migrate
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -161,13 +160,4 @@ func fromV1beta1NodeClass(spec awsv1.EC2NodeClassSpec, r *reporter) awsv1.EC2Nod
 		r.add(Warning, "spec.metadataOptions", "unset: the v1beta1 default hop limit of 2 is written out; v1's default of 1 would cut off pods that reach IMDS through a container network hop")
 	}
 	return spec
-}
-
-// nodeClassName shortens a derived node class name to a valid length.
-func nodeClassName(base, pool string) string {
-	name := fmt.Sprintf("%s-%s", base, pool)
-	if len(name) > 63 {
-		name = name[:63]
-	}
-	return strings.TrimRight(name, "-.")
 }

@@ -363,7 +363,7 @@ func settleKubelet(pools []pending, classes map[string]*awsv1.EC2NodeClass, addC
 				if len(p.kubelet) == 0 {
 					continue
 				}
-				clone := nodeClassName(name, p.pool.Name)
+				clone := render.ShortenName(name + "-" + p.pool.Name)
 				spec := *nc.Spec.DeepCopy()
 				spec.Kubelet = mergeKubelet(spec.Kubelet, p.kubelet)
 				addClass(clone, spec)
