@@ -103,7 +103,7 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 		setCondition(wc, v1alpha1.ConditionSynced, metav1.ConditionUnknown, v1alpha1.ReasonReconciling, fmt.Sprintf("generation %d is not applied yet", wc.Generation))
 	}
 	baseline := &v1alpha1.Baseline{}
-	name := BaselineName(wc)
+	name := wc.BaselineName()
 	if err := r.Get(ctx, client.ObjectKey{Name: name}, baseline); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, fmt.Errorf("getting Baseline %s: %w", name, err)
@@ -223,14 +223,6 @@ func (r *WorkloadClassReconciler) writeStatus(ctx context.Context, original, wc 
 	return nil
 }
 
-// BaselineName is the Baseline a class uses: spec.baselineRef.name, or "default".
-func BaselineName(wc *v1alpha1.WorkloadClass) string {
-	if wc.Spec.BaselineRef != nil && wc.Spec.BaselineRef.Name != "" {
-		return wc.Spec.BaselineRef.Name
-	}
-	return v1alpha1.DefaultBaselineName
-}
-
 // specOrDeletion passes spec changes and the start of deletion, not status writes.
 var specOrDeletion = predicate.Or(predicate.GenerationChangedPredicate{}, predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
@@ -264,7 +256,7 @@ func (r *WorkloadClassReconciler) classesForBaseline(ctx context.Context, obj cl
 // IndexBaselineName registers BaselineIndex.
 func IndexBaselineName(ctx context.Context, mgr ctrl.Manager) error {
 	return mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.WorkloadClass{}, BaselineIndex, func(o client.Object) []string {
-		return []string{BaselineName(o.(*v1alpha1.WorkloadClass))}
+		return []string{o.(*v1alpha1.WorkloadClass).BaselineName()}
 	})
 }
 

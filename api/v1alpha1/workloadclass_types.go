@@ -494,6 +494,14 @@ type WorkloadClass struct {
 	Status WorkloadClassStatus `json:"status,omitempty"`
 }
 
+// BaselineName is the Baseline the class uses: spec.baselineRef.name, or "default".
+func (wc *WorkloadClass) BaselineName() string {
+	if wc.Spec.BaselineRef != nil && wc.Spec.BaselineRef.Name != "" {
+		return wc.Spec.BaselineRef.Name
+	}
+	return DefaultBaselineName
+}
+
 // WorkloadClassList is a list of WorkloadClasses.
 // +kubebuilder:object:root=true
 type WorkloadClassList struct {

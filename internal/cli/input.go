@@ -83,21 +83,13 @@ func loadInput(paths []string, stdin io.Reader, stderr io.Writer, extra map[stri
 	return in, nil
 }
 
-// baselineName is the Baseline a class uses.
-func baselineName(wc *v1alpha1.WorkloadClass) string {
-	if wc.Spec.BaselineRef != nil && wc.Spec.BaselineRef.Name != "" {
-		return wc.Spec.BaselineRef.Name
-	}
-	return v1alpha1.DefaultBaselineName
-}
-
 // renderEach renders every class, keeping each class's error.
 func (in *input) renderEach() []lint.Class {
 	out := make([]lint.Class, 0, len(in.classes))
 	for _, wc := range in.classes {
-		c := lint.Class{Class: wc, Baseline: in.baselines[baselineName(wc)]}
+		c := lint.Class{Class: wc, Baseline: in.baselines[wc.BaselineName()]}
 		if c.Baseline == nil {
-			c.Err = fmt.Errorf("spec.baselineRef: Baseline %q is not in the input", baselineName(wc))
+			c.Err = fmt.Errorf("spec.baselineRef: Baseline %q is not in the input", wc.BaselineName())
 		} else {
 			c.Result, c.Err = render.Render(c.Baseline, wc, in.opts)
 		}
