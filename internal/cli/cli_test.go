@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -106,6 +108,43 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	} {
 		if code, _, stderr := run(t, "", args...); code != ExitUsage {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, code, stderr)
+		}
+	}
+}
+
+func TestUsageErrorsPrintTheHelpHint(t *testing.T) {
+	for _, args := range [][]string{{"render", "-f", samples, "extra-arg"}, {"no-such-command"}, {"signals", "publish"}} {
+		if code, _, stderr := run(t, "", args...); code != ExitUsage || !strings.Contains(stderr, "Run 'poolsmith --help'") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+}
+
+func TestRuntimeFailuresExitThreeWithoutUsageHint(t *testing.T) {
+	// An API server nobody listens on: the command was right, the world was not.
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	unreachable := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n" +
+		"users: [{name: u, user: {token: x}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n"
+	if err := os.WriteFile(kubeconfig, []byte(unreachable), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"diff", "-f", samples, "--kubeconfig", kubeconfig},
+		{"signals", "publish", "--feed", "../signals/testdata/spot-advisor-data.json", "--kubeconfig", kubeconfig},
+		{"migrate", "-f", "../migrate/testdata/v1beta1.yaml", "--report", filepath.Join(t.TempDir(), "no-such-dir", "report.txt")},
+	} {
+		code, _, stderr := run(t, "", args...)
+		if code != ExitRuntime || strings.Contains(stderr, "--help") || stderr == "" {
+			t.Errorf("%v: exit %d, want 3 without a usage hint: %q", args[0], code, stderr)
+		}
+	}
+}
+
+func TestEveryCommandHelpListsTheExitCodes(t *testing.T) {
+	for _, cmd := range [][]string{{"render"}, {"explain"}, {"lint"}, {"diff"}, {"simulate"}, {"migrate"}, {"catalog"}, {"manager"}, {"signals", "publish"}} {
+		code, out, _ := run(t, "", append(cmd, "--help")...)
+		if code != ExitOK || !strings.Contains(out, "2 usage") || !strings.Contains(out, "3 runtime failure") {
+			t.Errorf("%v --help: exit %d, lacks the exit codes", cmd, code)
 		}
 	}
 }

@@ -69,6 +69,25 @@ func TestSignalsPublishWritesWhatTheControllerReads(t *testing.T) {
 	if code, _, stderr := run(t, "", "signals", "publish", "--feed", "../signals/testdata/spot-advisor-data.json", "--region", "ap-south-9", "--dry-run"); code != ExitFindings || !strings.Contains(stderr, "no Linux data for ap-south-9") {
 		t.Errorf("unknown region: exit %d %s", code, stderr)
 	}
+
+	t.Run("an RBAC refusal is a runtime failure: exit 3, no usage hint", func(t *testing.T) {
+		nobody, err := env.AddUser(envtest.User{Name: "nobody"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := nobody.KubeConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		forbidden := filepath.Join(t.TempDir(), "kubeconfig")
+		if err := os.WriteFile(forbidden, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := run(t, "", "signals", "publish", "--feed", "../signals/testdata/spot-advisor-data.json", "--kubeconfig", forbidden)
+		if code != ExitRuntime || !strings.Contains(stderr, "forbidden") || strings.Contains(stderr, "--help") {
+			t.Errorf("exit %d, want 3: %s", code, stderr)
+		}
+	})
 }
 
 func TestDiffAgainstALiveCluster(t *testing.T) {
