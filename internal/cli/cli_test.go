@@ -149,6 +149,28 @@ func TestEveryCommandHelpListsTheExitCodes(t *testing.T) {
 	}
 }
 
+func TestDuplicateGeneratedNamesAcrossClassesFailRenderExplainLint(t *testing.T) {
+	for _, cmd := range []string{"render", "explain", "lint"} {
+		code, out, stderr := run(t, "", cmd, "-f", "testdata/shared-rung-name.yaml")
+		all := out + stderr
+		if code != ExitFindings || !strings.Contains(all, "NodePool/web-spot-arm64-spot-arm64") || !strings.Contains(all, "name-collision") {
+			t.Errorf("%s: exit %d, want 1 naming the NodePool:\n%s", cmd, code, all)
+		}
+		if cmd != "lint" && out != "" {
+			t.Errorf("%s printed objects for an input it refuses", cmd)
+		}
+	}
+}
+
+func TestReservedPoolsmithLabelOnAClassIsRefused(t *testing.T) {
+	for _, cmd := range []string{"render", "explain", "lint"} {
+		code, out, stderr := run(t, "", cmd, "-f", "testdata/reserved-label.yaml")
+		if code != ExitFindings || !strings.Contains(out+stderr, "spec.labels[poolsmith.dev/rung]") {
+			t.Errorf("%s: exit %d\n%s%s", cmd, code, out, stderr)
+		}
+	}
+}
+
 func TestOtherKindsAreIgnoredWithAWarning(t *testing.T) {
 	code, _, stderr := run(t, "", "render", "-f", "testdata/lint-problems.yaml")
 	if code != ExitOK || !strings.Contains(stderr, "warning: testdata/lint-problems.yaml (document 5, ConfigMap not-ours)") {

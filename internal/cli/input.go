@@ -116,6 +116,10 @@ func (in *input) renderAll() ([]*render.Result, error) {
 			out = append(out, c.Result)
 		}
 	}
+	// Two classes rendering one name would fight over one object in the cluster.
+	for _, f := range lint.NameCollisions(out) {
+		errs = append(errs, fmt.Sprintf("%s: %s (%s)", f.Object, f.Message, f.Check))
+	}
 	if len(errs) > 0 {
 		return nil, errs
 	}

@@ -110,7 +110,11 @@ func Lint(classes []Class) []Finding {
 		checkTaints(c, add)
 		checkFallback(c, add)
 	}
-	checkNameCollisions(ok, add)
+	results := make([]*render.Result, len(ok))
+	for i, c := range ok {
+		results[i] = c.Result
+	}
+	findings = append(findings, NameCollisions(results)...)
 	checkClassOverlap(ok, add)
 	sort.SliceStable(findings, func(i, j int) bool {
 		if findings[i].Object != findings[j].Object {
@@ -209,18 +213,35 @@ func overlappingRungs(a, b []*karpv1.NodePool) (string, string, bool) {
 	return "", "", false
 }
 
-// checkNameCollisions: two classes must not render NodePools of the same name.
-func checkNameCollisions(classes []Class, add adder) {
+// NameCollisions finds generated objects of one kind and name that more than one class
+// renders: the cluster holds one object per name, so the classes would fight over it.
+// render, explain and simulate refuse such input with it; lint reports it.
+func NameCollisions(results []*render.Result) []Finding {
 	owner := map[string]string{}
-	for _, c := range classes {
-		for _, np := range c.Result.NodePools {
-			if other, ok := owner[np.Name]; ok && other != c.Class.Name {
-				add(Error, "NodePool/"+np.Name, CheckNameCollision, "rendered by both class %s and class %s", other, c.Class.Name)
-				continue
+	var findings []Finding
+	for _, r := range results {
+		var names []string
+		if r.NodeClass != nil {
+			names = append(names, "EC2NodeClass/"+r.NodeClass.Name)
+		}
+		for _, np := range r.NodePools {
+			names = append(names, "NodePool/"+np.Name)
+		}
+		for _, ov := range r.NodeOverlays {
+			names = append(names, "NodeOverlay/"+ov.Name)
+		}
+		for _, obj := range names {
+			other, taken := owner[obj]
+			switch {
+			case !taken:
+				owner[obj] = r.Class
+			case other != r.Class:
+				findings = append(findings, Finding{Severity: Error, Object: obj, Check: CheckNameCollision,
+					Message: fmt.Sprintf("rendered by both class %s and class %s: rename one of the classes or the slice that yields this name", other, r.Class)})
 			}
-			owner[np.Name] = c.Class.Name
 		}
 	}
+	return findings
 }
 
 // checkTaints: pods must tolerate a class's taints; a GPU class should keep other pods off.

@@ -205,3 +205,18 @@ func TestShortenedRungNamesAreValidForEveryClassName(t *testing.T) {
 		t.Errorf("checked only %d names", checked)
 	}
 }
+
+func TestReservedPoolsmithLabelsAreRefusedOnClassAndBaseline(t *testing.T) {
+	renderError(t, baseline(), class("c", v1alpha1.ProfileGeneral, func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Labels = v1alpha1.NodeLabels{v1alpha1.LabelRung: "x"}
+	}), v1alpha1.ReasonInvalidSpec, "spec.labels[poolsmith.dev/rung]", "reserved")
+	renderError(t, baseline(func(b *v1alpha1.Baseline) {
+		b.Spec.NodePool.Labels = v1alpha1.NodeLabels{"team.poolsmith.dev/owner": "x"}
+	}), class("c", v1alpha1.ProfileGeneral), v1alpha1.ReasonInvalidSpec, "baseline.spec.nodePool.labels[team.poolsmith.dev/owner]", "reserved")
+	res := mustRender(t, baseline(), class("c", v1alpha1.ProfileGeneral))
+	for i, np := range res.NodePools {
+		if got := np.Spec.Template.Labels[v1alpha1.LabelRung]; got != res.Rungs[i].Name {
+			t.Errorf("rung label %q on %s", got, np.Name)
+		}
+	}
+}
