@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,6 +169,78 @@ func TestReservedPoolsmithLabelOnAClassIsRefused(t *testing.T) {
 		if code != ExitFindings || !strings.Contains(out+stderr, "spec.labels[poolsmith.dev/rung]") {
 			t.Errorf("%s: exit %d\n%s%s", cmd, code, out, stderr)
 		}
+	}
+}
+
+func TestEmptyInputSaysSoAndExitsOne(t *testing.T) {
+	dir := t.TempDir()
+	for _, cmd := range []string{"render", "explain", "lint"} {
+		for _, args := range [][]string{{cmd, "-f", dir}, {cmd, "-f", "-"}} {
+			code, out, stderr := run(t, "", args...)
+			if code != ExitFindings || out != "" || !strings.Contains(stderr, "no Baseline or WorkloadClass found in the input") {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, stderr)
+			}
+		}
+	}
+	code, _, stderr := run(t, "", "render", "-f", samples+"/poolsmith_v1alpha1_baseline.yaml")
+	if code != ExitFindings || !strings.Contains(stderr, "no WorkloadClass found in the input, only Baselines") {
+		t.Errorf("Baseline only: exit %d, %q", code, stderr)
+	}
+}
+
+func TestTooManyClassesAreRefused(t *testing.T) {
+	var in strings.Builder
+	in.WriteString(mustRead(t, samples+"/poolsmith_v1alpha1_baseline.yaml"))
+	for i := range MaxClasses + 1 {
+		fmt.Fprintf(&in, "\n---\n{\"apiVersion\": \"poolsmith.dev/v1alpha1\", \"kind\": \"WorkloadClass\", \"metadata\": {\"name\": \"c%d\"}}", i)
+	}
+	code, out, stderr := run(t, in.String(), "render", "-f", "-")
+	if code != ExitFindings || out != "" || !strings.Contains(stderr, "the input has 5001 WorkloadClasses; at most 5000") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestSpecialFilesAreRefusedNotRead(t *testing.T) {
+	code, _, stderr := run(t, "", "render", "-f", "/dev/zero")
+	if code != ExitFindings || !strings.Contains(stderr, "/dev/zero is not a regular file") {
+		t.Errorf("exit %d, %q", code, stderr)
+	}
+}
+
+func TestBadDurationsNameTheFieldWithAHint(t *testing.T) {
+	base := mustRead(t, samples+"/poolsmith_v1alpha1_baseline.yaml")
+	for _, tc := range []struct{ spec, field, value string }{
+		{"expireAfter: 1d", "spec.expireAfter", `"1d"`},
+		{"disruption: {consolidateAfter: forever}", "spec.disruption.consolidateAfter", `"forever"`},
+		{"terminationGracePeriod: 2days", "spec.terminationGracePeriod", `"2days"`},
+		{"disruption: {budgets: [{nodes: '1', schedule: '@daily', duration: 1w}]}", "spec.disruption.budgets[0].duration", `"1w"`},
+	} {
+		in := base + "\n---\napiVersion: poolsmith.dev/v1alpha1\nkind: WorkloadClass\nmetadata: {name: web}\nspec:\n  " + tc.spec + "\n"
+		code, _, stderr := run(t, in, "render", "-f", "-")
+		if code != ExitFindings || !strings.Contains(stderr, "WorkloadClass web): "+tc.field+": "+tc.value+" is not a duration") || !strings.Contains(stderr, "720h") {
+			t.Errorf("%s: exit %d, %q", tc.spec, code, stderr)
+		}
+	}
+}
+
+func TestLongClassNameBlamesMetadataName(t *testing.T) {
+	in := mustRead(t, samples+"/poolsmith_v1alpha1_baseline.yaml") + "\n---\napiVersion: poolsmith.dev/v1alpha1\nkind: WorkloadClass\nmetadata: {name: " + strings.Repeat("a", 64) + "}\n"
+	code, _, stderr := run(t, in, "render", "-f", "-")
+	if code != ExitFindings || !strings.Contains(stderr, "metadata.name") || strings.Contains(stderr, "spec.labels") {
+		t.Errorf("exit %d, %q", code, stderr)
+	}
+}
+
+func TestSimulateRefusesBadZonesAndNamesBadReplicas(t *testing.T) {
+	for _, zones := range []string{",,,", "us-east-1a,,us-east-1b", "US_EAST"} {
+		if code, _, stderr := run(t, "", "simulate", "-f", samples, "-f", samples+"/workloads", "--zones", zones); code != ExitUsage || !strings.Contains(stderr, "--zones") {
+			t.Errorf("--zones %q: exit %d, %q", zones, code, stderr)
+		}
+	}
+	in := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: -5, template: {spec: {containers: [{name: c}]}}}\n"
+	code, _, stderr := run(t, in, "simulate", "-f", samples, "-f", "-")
+	if code != ExitFindings || !strings.Contains(stderr, "spec.replicas: -5 must not be negative") || strings.Contains(stderr, "no workload") {
+		t.Errorf("replicas -5: exit %d, %q", code, stderr)
 	}
 }
 

@@ -25,6 +25,10 @@ type input struct {
 	others []manifest.Object
 }
 
+// MaxClasses is the most WorkloadClasses one command reads (a cluster's worth many
+// times over); with manifest.MaxInputBytes it bounds the work of an offline command.
+const MaxClasses = 5000
+
 // inputError is invalid input: every message names the file, the object and the field.
 type inputError []string
 
@@ -78,6 +82,14 @@ func loadInput(paths []string, stdin io.Reader, stderr io.Writer, extra map[stri
 	}
 	if len(errs) > 0 {
 		return nil, errs
+	}
+	switch {
+	case len(in.classes) == 0 && len(in.baselines) == 0:
+		return nil, inputError{"no Baseline or WorkloadClass found in the input"}
+	case len(in.classes) == 0:
+		return nil, inputError{"no WorkloadClass found in the input, only Baselines: nothing to render"}
+	case len(in.classes) > MaxClasses:
+		return nil, inputError{fmt.Sprintf("the input has %d WorkloadClasses; at most %d are read at once", len(in.classes), MaxClasses)}
 	}
 	sort.Slice(in.classes, func(i, j int) bool { return in.classes[i].Name < in.classes[j].Name })
 	return in, nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -33,6 +34,11 @@ totals: nodes, distinct instance types, distinct families and cost per hour.
   poolsmith simulate -f config/samples/ -f config/samples/workloads/ --compare-nodepools config/samples/compare/karpenter-general-purpose.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			for _, z := range zones {
+				if !zoneName.MatchString(z) {
+					return usageError{fmt.Errorf("--zones %q: each zone must be a zone name such as us-east-1a", strings.Join(zones, ","))}
+				}
+			}
 			in, err := flags.load(c, "", "table", "json")
 			if err != nil {
 				return err
@@ -78,6 +84,9 @@ totals: nodes, distinct instance types, distinct families and cost per hour.
 	c.Flags().StringVar(&compare, "compare-nodepools", "", "a file of karpenter.sh/v1 NodePools to run the same workload against")
 	return c
 }
+
+// zoneName is the zone pattern WorkloadClass.spec.zones admits.
+var zoneName = regexp.MustCompile(`^[a-z]{2}(-[a-z0-9]+)+$`)
 
 func handWrittenNodePools(path string) ([]*karpv1.NodePool, error) {
 	objs, err := manifest.Load([]string{path}, nil)

@@ -214,6 +214,9 @@ func (r *renderer) checkReservedLabels(field string, labels map[string]string) {
 // validateLabels checks what the CRDs cannot afford to: every label's characters.
 func (r *renderer) validateLabels(labels map[string]string) {
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		if k == v1alpha1.LabelClass {
+			continue // the class's name, checked as metadata.name
+		}
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
 			r.invalid("spec.labels["+k+"]", strings.Join(errs, "; "))
 		}

@@ -191,3 +191,33 @@ func TestFamilyConsistencyYieldsOneFamilyForASpreadDeployment(t *testing.T) {
 		t.Errorf("spread over %d zones, want 3", len(zonesUsed))
 	}
 }
+
+func TestWorkloadCountsAreBoundedAndNamed(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"negative replicas", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: -5, template: {spec: {containers: [{name: c}]}}}\n",
+			"Deployment web): spec.replicas: -5 must not be negative"},
+		{"two billion replicas", "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec: {replicas: 2000000000, template: {spec: {containers: [{name: c}]}}}\n",
+			"StatefulSet db): spec.replicas: 2000000000 is more than the 10000 pods"},
+		{"Job parallelism", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {parallelism: 10001, template: {spec: {containers: [{name: c}]}}}\n",
+			"Job j): spec.parallelism: 10001 is more than"},
+		{"many workloads together", strings.Repeat("---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 6000, template: {spec: {containers: [{name: c}]}}}\n", 2),
+			"6000 more pods make more than the 10000 pods"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, err := manifest.Decode("w.yaml", strings.NewReader(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pods, err := simulate.Pods(objs)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%d pods, error %v; want %q", len(pods), err, tc.want)
+			}
+		})
+	}
+	objs, _ := manifest.Decode("w.yaml", strings.NewReader("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 10000, template: {spec: {containers: [{name: c}]}}}\n"))
+	if pods, err := simulate.Pods(objs); err != nil || len(pods) != simulate.MaxPods {
+		t.Errorf("exactly MaxPods: %d pods, %v", len(pods), err)
+	}
+}
