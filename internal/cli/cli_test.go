@@ -201,9 +201,15 @@ func TestTooManyClassesAreRefused(t *testing.T) {
 }
 
 func TestSpecialFilesAreRefusedNotRead(t *testing.T) {
-	code, _, stderr := run(t, "", "render", "-f", "/dev/zero")
-	if code != ExitFindings || !strings.Contains(stderr, "/dev/zero is not a regular file") {
-		t.Errorf("exit %d, %q", code, stderr)
+	for _, args := range [][]string{
+		{"render", "-f", "/dev/zero"},
+		{"render", "-f", samples, "--signals", "/dev/zero"},
+		{"signals", "publish", "--feed", "/dev/zero", "--dry-run"},
+	} {
+		code, _, stderr := run(t, "", args...)
+		if code != ExitFindings || !strings.Contains(stderr, "/dev/zero is not a regular file") {
+			t.Errorf("%v: exit %d, %q", args, code, stderr)
+		}
 	}
 }
 

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sort"
 
@@ -11,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/manifest"
 	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/signals"
 )
@@ -43,7 +43,7 @@ func (f *inputFlags) options() (render.Options, error) {
 	if f.signals == "" {
 		return opts, nil
 	}
-	data, err := os.ReadFile(f.signals)
+	data, err := manifest.ReadFile(f.signals)
 	if err != nil {
 		return opts, inputError{fmt.Sprintf("--signals: %v", err)}
 	}

@@ -206,6 +206,28 @@ func expand(path string) ([]string, error) {
 	return files, nil
 }
 
+// ReadFile reads one regular file of at most MaxInputBytes, for flags that name a single
+// file (--signals, --feed), with the same bounds as Load.
+func ReadFile(path string) ([]byte, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if err := regular(path, info); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(&limitedReader{r: f, left: MaxInputBytes})
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return data, nil
+}
+
 // regular refuses what is not a regular file: reading a FIFO blocks until someone
 // writes, and a device such as /dev/zero never ends.
 func regular(path string, info os.FileInfo) error {
