@@ -174,39 +174,77 @@ func band(r *render.Result) (lo, hi int32) {
 	return lo, hi
 }
 
+// classFacts are what the class-overlap check compares, computed once per class: the
+// check is over every pair of classes.
+type classFacts struct {
+	taints map[string]corev1.Taint
+	pools  []*karpv1.NodePool
+	reqs   []scheduling.Requirements
+	lo, hi int32
+}
+
+// maxNamedOverlaps is how many further overlapping classes one class-overlap finding
+// names; the rest are counted. One finding per class keeps lint's output linear in the
+// number of classes even when every class overlaps every other.
+const maxNamedOverlaps = 5
+
 // checkClassOverlap: classes that can take the same pods (no distinguishing taint and
 // intersecting requirements) must sit in separate weight bands, or the order in which
-// Karpenter tries them is decided by name.
+// Karpenter tries them is decided by name. Each class gets at most one finding: its first
+// overlap in detail, then how many other classes it overlaps.
 func checkClassOverlap(classes []Class, add adder) {
+	facts := make([]*classFacts, len(classes))
+	for i, c := range classes {
+		if len(c.Result.NodePools) == 0 {
+			continue
+		}
+		f := &classFacts{taints: hardTaints(c.Result.NodePools[0]), pools: c.Result.NodePools}
+		for _, np := range c.Result.NodePools {
+			f.reqs = append(f.reqs, requirements(np))
+		}
+		f.lo, f.hi = band(c.Result)
+		facts[i] = f
+	}
 	for i := range classes {
+		a := facts[i]
+		if a == nil {
+			continue
+		}
+		var first string
+		var others []string
 		for j := i + 1; j < len(classes); j++ {
-			a, b := classes[i], classes[j]
-			if len(a.Result.NodePools) == 0 || len(b.Result.NodePools) == 0 {
+			b := facts[j]
+			if b == nil || !(a.lo <= b.hi && b.lo <= a.hi) || !sameKeys(a.taints, b.taints) {
 				continue
 			}
-			if !sameKeys(hardTaints(a.Result.NodePools[0]), hardTaints(b.Result.NodePools[0])) {
-				continue
-			}
-			ra, rb, shared := overlappingRungs(a.Result.NodePools, b.Result.NodePools)
+			ra, rb, shared := overlappingRungs(a, b)
 			if !shared {
 				continue
 			}
-			alo, ahi := band(a.Result)
-			blo, bhi := band(b.Result)
-			if alo <= bhi && blo <= ahi {
-				add(Warning, "WorkloadClass/"+a.Class.Name, CheckClassOverlap,
-					"can take the same pods as class %s (no distinguishing taint; rungs %s and %s intersect) and their weight bands %d-%d and %d-%d overlap: give them separate weighting.ceiling bands",
-					b.Class.Name, ra, rb, alo, ahi, blo, bhi)
+			if first == "" {
+				first = fmt.Sprintf("can take the same pods as class %s (no distinguishing taint; rungs %s and %s intersect) and their weight bands %d-%d and %d-%d overlap: give them separate weighting.ceiling bands",
+					classes[j].Class.Name, ra, rb, a.lo, a.hi, b.lo, b.hi)
+				continue
 			}
+			others = append(others, classes[j].Class.Name)
 		}
+		switch {
+		case first == "":
+			continue
+		case len(others) > maxNamedOverlaps:
+			first += fmt.Sprintf("; and likewise %d more classes: %s, ...", len(others), strings.Join(others[:maxNamedOverlaps], ", "))
+		case len(others) > 0:
+			first += fmt.Sprintf("; and likewise class %s", strings.Join(others, ", class "))
+		}
+		add(Warning, "WorkloadClass/"+classes[i].Class.Name, CheckClassOverlap, "%s", first)
 	}
 }
 
-func overlappingRungs(a, b []*karpv1.NodePool) (string, string, bool) {
-	for _, x := range a {
-		for _, y := range b {
-			if requirements(x).Intersects(requirements(y)) == nil {
-				return x.Name, y.Name, true
+func overlappingRungs(a, b *classFacts) (string, string, bool) {
+	for x := range a.reqs {
+		for y := range b.reqs {
+			if a.reqs[x].Intersects(b.reqs[y]) == nil {
+				return a.pools[x].Name, b.pools[y].Name, true
 			}
 		}
 	}
