@@ -230,42 +230,42 @@ var _ = DescribeTable("rejects an invalid WorkloadClass, naming the field",
 	Entry("requirement Gt a negative number", func(wc *v1alpha1.WorkloadClass) {
 		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "karpenter.k8s.aws/instance-cpu", Operator: "Gt", Values: []string{"-1"}}}
 	},
-		"spec.requirements", "must have a single non-negative integer value"),
+		"spec.requirements[0]: Invalid value", "must have a single non-negative integer value"),
 	Entry("requirement Lt a word", func(wc *v1alpha1.WorkloadClass) {
 		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "karpenter.k8s.aws/instance-cpu", Operator: "Lt", Values: []string{"abc"}}}
 	},
-		"spec.requirements", "must have a single non-negative integer value"),
+		"spec.requirements[0]: Invalid value", "must have a single non-negative integer value"),
 	Entry("requirement Gt two values", func(wc *v1alpha1.WorkloadClass) {
 		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "karpenter.k8s.aws/instance-cpu", Operator: "Gt", Values: []string{"2", "4"}}}
 	},
-		"spec.requirements", "must have a single non-negative integer value"),
+		"spec.requirements[0]: Invalid value", "must have a single non-negative integer value"),
 	Entry("requirement In no value", func(wc *v1alpha1.WorkloadClass) {
 		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "karpenter.k8s.aws/instance-hypervisor", Operator: "In", Values: []string{}}}
 	},
-		"spec.requirements", "requirements with operator 'In' must have a value defined"),
+		"spec.requirements[0]: Invalid value", "requirements with operator 'In' must have a value defined"),
 	Entry("requirement on karpenter.sh/nodepool", func(wc *v1alpha1.WorkloadClass) {
 		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "karpenter.sh/nodepool", Operator: "In", Values: []string{"x"}}}
 	},
-		"spec.requirements", "requirement keys karpenter.sh/nodepool and kubernetes.io/hostname are restricted by Karpenter"),
+		"spec.requirements[0].key", "requirement keys karpenter.sh/nodepool and kubernetes.io/hostname are restricted by Karpenter"),
 	Entry("requirement in Karpenter's domain", func(wc *v1alpha1.WorkloadClass) {
 		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "karpenter.sh/foo", Operator: "In", Values: []string{"x"}}}
 	},
-		"spec.requirements", `label domain "karpenter.sh" is restricted by Karpenter`),
+		"spec.requirements[0].key", `label domain "karpenter.sh" is restricted by Karpenter`),
 	Entry("requirement in Karpenter AWS's domain", func(wc *v1alpha1.WorkloadClass) {
 		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "karpenter.k8s.aws/foo", Operator: "In", Values: []string{"x"}}}
 	},
-		"spec.requirements", `label domain "karpenter.k8s.aws" is restricted by Karpenter`),
+		"spec.requirements[0].key", `label domain "karpenter.k8s.aws" is restricted by Karpenter`),
 	Entry("requirement key not a qualified name", func(wc *v1alpha1.WorkloadClass) {
 		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "-bad", Operator: "Exists", Values: nil}}
 	},
-		"spec.requirements", "requirement keys must be qualified names"),
+		"spec.requirements[0].key", "requirement keys must be qualified names"),
 	Entry("requirement value not a label value", func(wc *v1alpha1.WorkloadClass) {
 		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "example.com/rack", Operator: "In", Values: []string{"bad value!"}}}
 	},
 		"spec.requirements[0].values[0]", "should match"),
 	Entry("requirement minValues above its values", func(wc *v1alpha1.WorkloadClass) {
 		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "example.com/rack", Operator: "In", Values: []string{"a"}, MinValues: ptr.To(2)}}
-	}, "spec.requirements", "requirements with 'minValues' must have at least that many values"),
+	}, "spec.requirements[0]: Invalid value", "requirements with 'minValues' must have at least that many values"),
 )
 
 var _ = DescribeTable("rejects an invalid Baseline, naming the field",
