@@ -45,9 +45,9 @@ func TestKarpenterRulesApply(t *testing.T) {
 	cases := map[string]struct{ edit, want string }{
 		"Gt with a negative value": {`- {key: karpenter.k8s.aws/instance-cpu, operator: Gt, values: ["-1"]}`, "spec.template.spec.requirements"},
 		"In with no values":        {`- {key: karpenter.k8s.aws/instance-family, operator: In, values: []}`, "spec.template.spec.requirements"},
-		"Lt with a word":            {`- {key: karpenter.k8s.aws/instance-cpu, operator: Lt, values: ["abc"]}`, "spec.template.spec.requirements"},
-		"Gt with two values":        {`- {key: karpenter.k8s.aws/instance-cpu, operator: Gt, values: ["1", "2"]}`, "spec.template.spec.requirements"},
-		"restricted key":            {`- {key: karpenter.sh/nodepool, operator: In, values: [x]}`, "restricted"},
+		"Lt with a word":           {`- {key: karpenter.k8s.aws/instance-cpu, operator: Lt, values: ["abc"]}`, "spec.template.spec.requirements"},
+		"Gt with two values":       {`- {key: karpenter.k8s.aws/instance-cpu, operator: Gt, values: ["1", "2"]}`, "spec.template.spec.requirements"},
+		"restricted key":           {`- {key: karpenter.sh/nodepool, operator: In, values: [x]}`, "restricted"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
