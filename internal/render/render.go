@@ -7,6 +7,7 @@ import (
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
 	corev1 "k8s.io/api/core/v1"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
@@ -202,8 +203,10 @@ func CleanJSON(obj any) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("marshalling %T: %w", obj, err)
 	}
+	// apimachinery's decoder keeps integers int64, as the API server and the validator do,
+	// so rendered and live documents compare equal.
 	var doc map[string]any
-	if err := json.Unmarshal(b, &doc); err != nil {
+	if err := utiljson.Unmarshal(b, &doc); err != nil {
 		return nil, err
 	}
 	delete(doc, "status")

@@ -99,29 +99,20 @@ func TestDefaultedAddsCRDDefaults(t *testing.T) {
 
 func TestUpdateSeesTheLiveObject(t *testing.T) {
 	v, _ := validate.Default()
-	// EC2NodeClass forbids changing role to instanceProfile and back (a transition rule).
-	live := load(t, `
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: ci}
-spec:
-  role: KarpenterNodeRole
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: prod}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: prod}}]
-`)
-	if err := v.Create(live); err != nil {
-		t.Fatalf("a valid EC2NodeClass was refused: %v", err)
-	}
+	// NodePool's nodeClassRef.group is immutable: a transition rule on oldSelf.
+	live := load(t, strings.Replace(nodePool, "metadata: {name: ci-spot-arm64}", "metadata: {name: ci-spot-arm64, resourceVersion: \"7\"}", 1))
 	next, _ := validate.Normalize(live)
-	spec := next["spec"].(map[string]any)
-	delete(spec, "role")
-	spec["instanceProfile"] = "KarpenterNodeInstanceProfile"
+	ref := next["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["nodeClassRef"].(map[string]any)
+	ref["group"] = "example.com"
 	if err := v.Create(next); err != nil {
-		t.Fatalf("as a create the instance profile is valid: %v", err)
+		t.Fatalf("as a create the other group is valid: %v", err)
 	}
-	if err := v.Update(next, live); err == nil {
-		t.Fatal("Karpenter's CRD refuses changing role to instanceProfile on update; the validator accepted it")
+	if err := v.Update(live, live); err != nil {
+		t.Fatalf("an update that changes nothing was refused: %v", err)
+	}
+	err := v.Update(next, live)
+	if err == nil || !strings.Contains(err.Error(), "nodeClassRef.group is immutable") {
+		t.Fatalf("want Karpenter's transition rule to refuse the update, got %v", err)
 	}
 }
 
