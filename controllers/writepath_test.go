@@ -84,7 +84,7 @@ var _ = Describe("The write path: plan, validate, then write", func() {
 		Expect(msg).To(ContainSubstring("spec.template.spec.requirements"))
 		Consistently(familyVersions("whole")).Should(Equal(before), "not even the valid EC2NodeClass change may be written")
 		Expect(classEvents("whole", v1alpha1.ReasonInvalidSpec)()).To(Equal(1))
-		Expect(counterValue("poolsmith_reconcile_errors_total", "reason", v1alpha1.ReasonInvalidSpec) - errorsBefore).To(Equal(1.0), "a terminal error is not retried")
+		Expect(counterValue("poolsmith_reconcile_errors_total", "reason", v1alpha1.ReasonInvalidSpec)-errorsBefore).To(Equal(1.0), "a terminal error is not retried")
 		Expect(gaugeValue("poolsmith_workloadclasses_not_synced", "reason", v1alpha1.ReasonInvalidSpec)).To(BeNumerically(">=", 1))
 
 		// Fixing the class writes the whole family at once.
