@@ -210,7 +210,7 @@ func (v *Validator) prepare(obj map[string]any) (*unstructured.Unstructured, *ki
 	unknown := structuralpruning.PruneWithOptions(u.Object, k.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
 	var errs field.ErrorList
 	for _, p := range unknown {
-		errs = append(errs, field.Invalid(field.NewPath(p), "", "unknown field"))
+		errs = append(errs, &field.Error{Type: field.ErrorTypeInvalid, Field: p, BadValue: field.OmitValueType{}, Detail: fmt.Sprintf("unknown field %q", p)})
 	}
 	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u.Object, k.structural)
 	if ferr, _ := schemaobjectmeta.CoerceWithOptions(nil, u.Object, k.structural, true, schemaobjectmeta.CoerceOptions{}); ferr != nil {
