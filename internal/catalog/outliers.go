@@ -131,6 +131,9 @@ func median(v []float64) float64 {
 	return (v[n/2-1] + v[n/2]) / 2
 }
 
+// ZText is the z-score as String prints it.
+func (o Outlier) ZText() string { return zText(o.Z) }
+
 // zText prints a modified z-score; a category whose discounts are nearly all alike gives
 // huge ones, which say no more than "far out".
 func zText(z float64) string {
