@@ -6,8 +6,10 @@
 //   - Karpenter's own us-east-1 on-demand price table (karpenter-provider-aws,
 //     pkg/providers/pricing/zz_generated.pricing_aws.go) for types the snapshot lacks.
 //
-// It never runs at run time: `make catalog` (or go generate ./internal/catalog) runs it,
-// and the output is committed. The same inputs give byte-identical output.
+// Its header also records each region's spot outliers (outliers.go, the rule
+// internal/catalog applies). It never runs at run time: `make catalog` (or go generate
+// ./internal/catalog) runs it, and the output is committed. The same inputs give
+// byte-identical output.
 package main
 
 import (

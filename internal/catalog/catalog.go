@@ -1,9 +1,12 @@
 // Package catalog is Poolsmith's embedded EC2 instance catalog: facts for every type the
 // sources know (family, category, generation and size parsed the way Karpenter's labels
 // derive them, vCPU, memory, architecture, GPUs, burstable) and per-region Linux prices
-// with the Spot Instance Advisor's interruption bucket. hack/catalog generates
-// zz_generated.catalog.tsv from pinned sources; its header names them, their dates and
-// licences, and the guards applied. Nothing is fetched at run time.
+// with the Spot Instance Advisor's interruption bucket, each price naming its source and
+// date. It also finds spot outliers: families whose spot discount departs from their
+// category's (outliers.go). hack/catalog generates zz_generated.catalog.tsv from pinned
+// sources; its header names them, their dates and licences, the guards applied and each
+// region's outliers. Nothing is fetched at run time; signals (internal/signals) overlay
+// live figures on it.
 package catalog
 
 //go:generate sh -c "cd ../../hack/catalog && go run . -out ../../internal/catalog"
