@@ -101,7 +101,7 @@ func childReady(conds []status.Condition) (metav1.ConditionStatus, string) {
 func (r *WorkloadClassReconciler) setRungs(wc *v1alpha1.WorkloadClass, res *render.Result, live plan.Children, retiring []*karpv1.NodePool) {
 	var out []v1alpha1.RungStatus
 	for _, rung := range res.Rungs {
-		s := v1alpha1.RungStatus{Name: rung.Name, Weight: rung.Weight, CapacityType: rung.CapacityType, Arch: rung.Arch, Slice: rung.Slice, Ready: metav1.ConditionUnknown}
+		s := v1alpha1.RungStatus{Name: rung.Name, Weight: rung.Weight, CapacityType: rung.CapacityType, Arch: rung.Arch, Slice: rung.Slice, Ready: metav1.ConditionUnknown, PriceSources: rung.PriceSources}
 		s.Reason = fmt.Sprintf("weight %d: %s", rung.Weight, rung.WeightReason)
 		if np, ok := live.NodePools[rung.Name]; ok {
 			st, msg := childReady(np.Status.Conditions)

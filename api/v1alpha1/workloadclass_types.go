@@ -431,6 +431,13 @@ type RungStatus struct {
 	// reason explains the readiness or the weight.
 	// +optional
 	Reason string `json:"reason,omitempty"`
+	// priceSources name where the prices that ranked the rung came from, with how many
+	// of its cheapest types each priced, e.g. "spot: advisor 2026-11-30 (58), catalog
+	// 2025-05-28 (2)": the Spot Instance Advisor's savings (dated by the signals'
+	// fetched-at), a prices.json override, or the embedded catalog snapshot. Empty when
+	// no price ranked it (Static weights, reserved capacity, no priced type).
+	// +optional
+	PriceSources string `json:"priceSources,omitempty"`
 }
 
 // WorkloadClassStatus is the observed state of a WorkloadClass.

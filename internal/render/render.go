@@ -30,7 +30,8 @@ type Options struct {
 	// Region ranks the catalog's prices when it chooses families or types; default
 	// us-east-1.
 	Region string
-	// Catalog replaces the embedded instance catalog (tests).
+	// Catalog replaces the embedded instance catalog: the priced catalog signals give
+	// (signals.Apply), or a test's.
 	Catalog *catalog.Catalog
 }
 
