@@ -176,6 +176,8 @@ type WorkloadClassSpec struct {
 	// expireAfter is how long a node lives before Karpenter replaces it, e.g. 168h, or
 	// Never. Overrides the Baseline and the profile.
 	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self == 'Never' || duration(self) >= duration('0s')",message="must be a duration of at most 2562047h (the longest Go can hold), or Never"
 	// +kubebuilder:validation:Type="string"
 	// +kubebuilder:validation:Schemaless
 	// +optional
@@ -187,6 +189,8 @@ type WorkloadClassSpec struct {
 	// disruption budgets and do-not-disrupt, so pair it with terminationGracePeriod. The
 	// General, BurstableCI and MemoryOptimized profiles set it; GPU does not.
 	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self == 'Never' || duration(self) >= duration('0s')",message="must be a duration of at most 2562047h (the longest Go can hold), or Never"
 	// +kubebuilder:validation:Type="string"
 	// +kubebuilder:validation:Schemaless
 	// +optional
@@ -195,6 +199,8 @@ type WorkloadClassSpec struct {
 	// terminationGracePeriod is how long Karpenter waits for a node to drain before it
 	// terminates the node regardless, e.g. 2h. Overrides the Baseline and the profile.
 	// +kubebuilder:validation:Pattern=`^([0-9]+(s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a duration of at most 2562047h (the longest Go can hold)"
 	// +kubebuilder:validation:Type="string"
 	// +optional
 	TerminationGracePeriod *metav1.Duration `json:"terminationGracePeriod,omitempty"`
