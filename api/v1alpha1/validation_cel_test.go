@@ -194,6 +194,15 @@ var _ = DescribeTable("rejects an invalid WorkloadClass, naming the field",
 	Entry("malformed expireAfter", func(wc *v1alpha1.WorkloadClass) {
 		wc.Spec.ExpireAfter = ptr.To(karpv1.NillableDuration{Raw: []byte(`"5 days"`)})
 	}, "spec.expireAfter", "should match"),
+	Entry("expireAfter longer than a Go duration holds", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.ExpireAfter = ptr.To(karpv1.NillableDuration{Raw: []byte(`"2562048h"`)})
+	}, "spec.expireAfter", "must be a duration of at most 2562047h"),
+	Entry("fallbackExpireAfter longer than a Go duration holds", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.FallbackExpireAfter = ptr.To(karpv1.NillableDuration{Raw: []byte(`"99999999h"`)})
+	}, "spec.fallbackExpireAfter", "must be a duration of at most 2562047h"),
+	Entry("consolidateAfter longer than a Go duration holds", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Disruption.ConsolidateAfter = ptr.To(karpv1.NillableDuration{Raw: []byte(`"99999999h"`)})
+	}, "spec.disruption.consolidateAfter", "must be a duration of at most 2562047h"),
 	Entry("unknown consolidation policy", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Disruption.ConsolidationPolicy = "Always" },
 		"spec.disruption.consolidationPolicy", "supported values"),
 	Entry("budget schedule without duration", func(wc *v1alpha1.WorkloadClass) {

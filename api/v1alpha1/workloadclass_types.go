@@ -180,6 +180,8 @@ type WorkloadClassSpec struct {
 	// expireAfter is how long a node lives before Karpenter replaces it, e.g. 168h, or
 	// Never. Overrides the Baseline and the profile.
 	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self == 'Never' || duration(self) >= duration('0s')",message="must be a duration of at most 2562047h (the longest Go can hold), or Never"
 	// +kubebuilder:validation:Type="string"
 	// +kubebuilder:validation:Schemaless
 	// +optional
@@ -191,6 +193,8 @@ type WorkloadClassSpec struct {
 	// disruption budgets and do-not-disrupt, so pair it with terminationGracePeriod. The
 	// General, BurstableCI and MemoryOptimized profiles set it; GPU does not.
 	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self == 'Never' || duration(self) >= duration('0s')",message="must be a duration of at most 2562047h (the longest Go can hold), or Never"
 	// +kubebuilder:validation:Type="string"
 	// +kubebuilder:validation:Schemaless
 	// +optional
@@ -199,6 +203,8 @@ type WorkloadClassSpec struct {
 	// terminationGracePeriod is how long Karpenter waits for a node to drain before it
 	// terminates the node regardless, e.g. 2h. Overrides the Baseline and the profile.
 	// +kubebuilder:validation:Pattern=`^([0-9]+(s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a duration of at most 2562047h (the longest Go can hold)"
 	// +kubebuilder:validation:Type="string"
 	// +optional
 	TerminationGracePeriod *metav1.Duration `json:"terminationGracePeriod,omitempty"`
@@ -485,6 +491,13 @@ type RungStatus struct {
 	// reason explains the readiness or the weight.
 	// +optional
 	Reason string `json:"reason,omitempty"`
+	// priceSources name where the prices that ranked the rung came from, with how many
+	// of its cheapest types each priced, e.g. "spot: advisor 2026-11-30 (58), catalog
+	// 2025-05-28 (2)": the Spot Instance Advisor's savings (dated by the signals'
+	// fetched-at), a prices.json override, or the embedded catalog snapshot. Empty when
+	// no price ranked it (Static weights, reserved capacity, no priced type).
+	// +optional
+	PriceSources string `json:"priceSources,omitempty"`
 }
 
 // WorkloadClassStatus is the observed state of a WorkloadClass.

@@ -7,10 +7,13 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/lint"
 	"github.com/poolsmith/poolsmith/internal/manifest"
 	"github.com/poolsmith/poolsmith/internal/render"
+	"github.com/poolsmith/poolsmith/internal/validate"
 )
 
 // input is the Baselines and WorkloadClasses read from -f paths.
@@ -44,6 +47,10 @@ func loadInput(paths []string, stdin io.Reader, stderr io.Writer, extra map[stri
 	if err != nil {
 		return nil, inputError{err.Error()}
 	}
+	v, err := validate.Default()
+	if err != nil {
+		return nil, err
+	}
 	in := &input{baselines: map[string]*v1alpha1.Baseline{}, where: map[string]string{}}
 	var errs inputError
 	for _, o := range objs {
@@ -61,6 +68,15 @@ func loadInput(paths []string, stdin io.Reader, stderr io.Writer, extra map[stri
 			continue
 		}
 		in.where[key] = o.Where()
+		// Refuse what admission would: Poolsmith's CRD schema and CEL rules, in-process.
+		if v.Known(o.GroupVersionKind()) {
+			if err := v.Create(o.Object); err != nil {
+				for _, cause := range validate.Causes(err) {
+					errs = append(errs, fmt.Sprintf("%s: %s", o.Where(), cause))
+				}
+				continue
+			}
+		}
 		switch o.GetKind() {
 		case "Baseline":
 			b := &v1alpha1.Baseline{}
@@ -102,12 +118,39 @@ func (in *input) renderEach() []lint.Class {
 		c := lint.Class{Class: wc, Baseline: in.baselines[wc.BaselineName()]}
 		if c.Baseline == nil {
 			c.Err = fmt.Errorf("spec.baselineRef: Baseline %q is not in the input", wc.BaselineName())
-		} else {
-			c.Result, c.Err = render.Render(c.Baseline, wc, in.opts)
+		} else if c.Result, c.Err = render.Render(c.Baseline, wc, in.opts); c.Err == nil {
+			c.Err = refusedByKarpenter(c.Result)
 		}
 		out = append(out, c)
 	}
 	return out
+}
+
+// refusedByKarpenter validates every rendered object against Karpenter's CRDs, as the
+// controller does before its first write, so the CLI never prints what the cluster refuses.
+func refusedByKarpenter(res *render.Result) error {
+	v, err := validate.Default()
+	if err != nil {
+		return err
+	}
+	docs, err := res.Objects()
+	if err != nil {
+		return err
+	}
+	var errs render.Errors
+	for _, doc := range docs {
+		if err := v.Create(doc); err != nil {
+			u := unstructured.Unstructured{Object: doc}
+			for _, cause := range validate.Causes(err) {
+				errs = append(errs, &render.Error{Reason: v1alpha1.ReasonInvalidSpec, Field: u.GetKind() + "/" + u.GetName(),
+					Message: "Karpenter's CRD refuses the rendered object: " + cause})
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
 }
 
 // renderAll renders every class; it fails with every class's errors, each naming its file.

@@ -26,10 +26,15 @@ type inputFlags struct {
 }
 
 func (f *inputFlags) register(c *cobra.Command, outputs string) {
-	c.Flags().StringSliceVarP(&f.files, "filename", "f", nil, "file, directory or - (stdin) of multi-document YAML with Baselines and WorkloadClasses; repeatable")
-	c.Flags().StringVarP(&f.output, "output", "o", "", "output format: "+outputs)
+	f.registerInput(c, outputs)
 	c.Flags().StringVar(&f.region, "region", catalog.DefaultRegion, "AWS region whose prices and spot signals cost weights use")
 	c.Flags().StringVar(&f.signals, "signals", "", "spot signals to price with: the signals ConfigMap (YAML) or the Spot Instance Advisor feed (spot-advisor-data.json)")
+}
+
+// registerInput registers -f and -o only.
+func (f *inputFlags) registerInput(c *cobra.Command, outputs string) {
+	c.Flags().StringSliceVarP(&f.files, "filename", "f", nil, "file, directory or - (stdin) of multi-document YAML with Baselines and WorkloadClasses; repeatable")
+	c.Flags().StringVarP(&f.output, "output", "o", "", "output format: "+outputs)
 }
 
 // options are the render options the flags give: region, and the catalog with any

@@ -130,9 +130,9 @@ func writeSimulation(w io.Writer, format string, ours, theirs *simulate.Result, 
 
 func printNodeClaims(w io.Writer, r *simulate.Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODEPOOL\tZONE\tCAPACITY\tINSTANCE-TYPE\tPODS\t$/HOUR")
+	fmt.Fprintln(tw, "NODEPOOL\tZONE\tCAPACITY\tINSTANCE-TYPE\tPODS\t$/HOUR\tPRICE-SOURCE")
 	for _, nc := range r.NodeClaims {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.4f\n", nc.NodePool, nc.Zone, nc.CapacityType, nc.InstanceType, len(nc.Pods), nc.PricePerHour)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.4f\t%s\n", nc.NodePool, nc.Zone, nc.CapacityType, nc.InstanceType, len(nc.Pods), nc.PricePerHour, nc.PriceSource)
 	}
 	_ = tw.Flush()
 	for _, pod := range slices.Sorted(maps.Keys(r.Unschedulable)) {

@@ -1,7 +1,8 @@
 // Package lint checks rendered NodePool families across rungs and classes for the
 // mistakes Karpenter accepts silently: overlapping rungs, classes that compete for the
 // same pods with overlapping weights, shapes that select no instance type, Baseline
-// contradictions and taints pods will not tolerate. It is pure, like the renderer.
+// contradictions, taints pods will not tolerate, and spot prices whose discount is an
+// outlier in its category. It is pure, like the renderer.
 package lint
 
 import (
@@ -21,12 +22,14 @@ import (
 	"github.com/poolsmith/poolsmith/internal/render"
 )
 
-// Severity of a finding: errors fail lint, warnings do not.
+// Severity of a finding: errors fail lint, warnings and notes do not.
 type Severity string
 
 const (
 	Error   Severity = "error"
 	Warning Severity = "warning"
+	// Info notes what deserves a look but changes nothing.
+	Info Severity = "info"
 )
 
 // Checks, by the name findings carry.
@@ -43,6 +46,7 @@ const (
 	CheckSliceArch          = "slice-not-for-architecture"
 	CheckFallbackPreferred  = "fallback-expiry-on-preferred"
 	CheckUnknownSlice       = "unknown-slice"
+	CheckSpotOutlier        = "spot-outlier"
 )
 
 // Finding is one problem.
@@ -76,12 +80,17 @@ func HasErrors(findings []Finding) bool {
 	return false
 }
 
-// Lint runs every check; findings are sorted by object, then check.
-func Lint(classes []Class) []Finding {
-	cat, err := catalog.Load()
-	if err != nil {
-		return []Finding{{Severity: Error, Object: "catalog", Check: CheckInvalidSpec, Message: err.Error()}}
+// Lint runs every check against the catalog and region the classes were rendered with
+// (opts; the embedded catalog and us-east-1 when unset); findings are sorted by object,
+// then check.
+func Lint(classes []Class, opts render.Options) []Finding {
+	if opts.Catalog == nil {
+		if _, err := catalog.Load(); err != nil {
+			return []Finding{{Severity: Error, Object: "catalog", Check: CheckInvalidSpec, Message: err.Error()}}
+		}
 	}
+	cat, region := priced(opts)
+	outliers := cat.SpotOutliers(region)
 	var findings []Finding
 	add := func(sev Severity, object, check, format string, args ...any) {
 		findings = append(findings, Finding{Severity: sev, Object: object, Check: check, Message: fmt.Sprintf(format, args...)})
@@ -109,6 +118,7 @@ func Lint(classes []Class) []Finding {
 		checkSlices(c, cat, add)
 		checkTaints(c, add)
 		checkFallback(c, add)
+		checkOutliers(c, opts, outliers, add)
 	}
 	results := make([]*render.Result, len(ok))
 	for i, c := range ok {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/manifest"
 )
 
@@ -110,5 +111,22 @@ func TestLoadRefusesInputOverMaxInputBytes(t *testing.T) {
 	exact = append(exact, '\n')
 	if _, err := loadWithin(t, []string{"-"}, strings.NewReader(string(exact))); err != nil {
 		t.Errorf("input of exactly MaxInputBytes: %v", err)
+	}
+}
+
+func TestIntoNamesTheFieldOfABadDuration(t *testing.T) {
+	objs, err := manifest.Decode("in.yaml", strings.NewReader(
+		"apiVersion: poolsmith.dev/v1alpha1\nkind: WorkloadClass\nmetadata: {name: web}\nspec:\n  expireAfter: 1d\n  disruption: {budgets: [{nodes: '1', duration: forever}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = objs[0].Into(&v1alpha1.WorkloadClass{})
+	for _, want := range []string{
+		`in.yaml (document 1, WorkloadClass web): spec.`, `spec.expireAfter: "1d" is not a duration`, "(a day is 24h, a week 168h), or Never",
+		`spec.disruption.budgets[0].duration: "forever" is not a duration`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
 	}
 }

@@ -50,6 +50,10 @@ type Rung struct {
 	Fallback bool
 	// WeightReason says in one line why the rung has its weight.
 	WeightReason string
+	// PriceSources name where the prices that set the rung's cost came from, with how
+	// many types each priced, e.g. "spot: advisor 2026-11-30 (58), catalog 2025-05-28 (2)";
+	// empty when no price ranked the rung.
+	PriceSources string
 }
 
 // ladder returns the rungs in preference order: capacity types outermost, then

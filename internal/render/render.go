@@ -7,6 +7,7 @@ import (
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
 	corev1 "k8s.io/api/core/v1"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
@@ -30,7 +31,8 @@ type Options struct {
 	// Region ranks the catalog's prices when it chooses families or types; default
 	// us-east-1.
 	Region string
-	// Catalog replaces the embedded instance catalog (tests).
+	// Catalog replaces the embedded instance catalog: the priced catalog signals give
+	// (signals.Apply), or a test's.
 	Catalog *catalog.Catalog
 }
 
@@ -220,8 +222,10 @@ func CleanJSON(obj any) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("marshalling %T: %w", obj, err)
 	}
+	// apimachinery's decoder keeps integers int64, as the API server and the validator do,
+	// so rendered and live documents compare equal.
 	var doc map[string]any
-	if err := json.Unmarshal(b, &doc); err != nil {
+	if err := utiljson.Unmarshal(b, &doc); err != nil {
 		return nil, err
 	}
 	delete(doc, "status")
