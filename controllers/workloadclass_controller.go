@@ -29,6 +29,7 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/observe"
+	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/render"
 )
 
@@ -59,6 +60,8 @@ type WorkloadClassReconciler struct {
 	Signals *CostSignals
 	// NodeOverlays enables rendering NodeOverlays; their CRD must be installed.
 	NodeOverlays bool
+	// Validator judges every write before the first one; nil means the CRDs'.
+	Validator plan.Validator
 }
 
 // +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses,verbs=get;list;watch;update;patch

@@ -121,7 +121,7 @@ var _ = Describe("WorkloadClass controller", func() {
 			gone := name + "-on-demand-amd64"
 			wc := get(&v1alpha1.WorkloadClass{}, name)
 			wc.Spec.CapacityTypes = []v1alpha1.CapacityType{v1alpha1.CapacityTypeSpot}
-			Expect(env.Client.Update(ctx, wc)).To(Succeed())
+			updateClass(wc)
 
 			switch policy {
 			case v1alpha1.PruneOrphan:
@@ -168,12 +168,12 @@ var _ = Describe("WorkloadClass controller", func() {
 		}
 		wc := get(&v1alpha1.WorkloadClass{}, "revive")
 		wc.Spec.CapacityTypes = []v1alpha1.CapacityType{v1alpha1.CapacityTypeSpot}
-		Expect(env.Client.Update(ctx, wc)).To(Succeed())
+		updateClass(wc)
 		Eventually(limit).Should(Equal("0"))
 
 		wc = get(&v1alpha1.WorkloadClass{}, "revive")
 		wc.Spec.CapacityTypes = []v1alpha1.CapacityType{v1alpha1.CapacityTypeSpot, v1alpha1.CapacityTypeOnDemand}
-		Expect(env.Client.Update(ctx, wc)).To(Succeed())
+		updateClass(wc)
 		Eventually(limit).Should(Equal("64"))
 		Expect(get(&karpv1.NodePool{}, "revive-on-demand-amd64").Annotations).NotTo(HaveKey(v1alpha1.AnnotationRetired))
 		waitSynced("revive")
@@ -187,7 +187,7 @@ var _ = Describe("WorkloadClass controller", func() {
 
 		wc := get(&v1alpha1.WorkloadClass{}, "nobase")
 		wc.Spec.CapacityTypes = []v1alpha1.CapacityType{v1alpha1.CapacityTypeSpot}
-		Expect(env.Client.Update(ctx, wc)).To(Succeed())
+		updateClass(wc)
 		Eventually(func() int64 {
 			return ptr.Deref(condition("nobase", v1alpha1.ConditionSynced)(), metav1.Condition{}).ObservedGeneration
 		}).Should(Equal(wc.Generation))
@@ -214,7 +214,7 @@ var _ = Describe("WorkloadClass controller", func() {
 		waitSynced("invalid")
 		wc := get(&v1alpha1.WorkloadClass{}, "invalid")
 		wc.Spec.Weighting = &v1alpha1.Weighting{Ceiling: ptr.To[int32](1)} // admission accepts 1; two rungs need 2
-		Expect(env.Client.Update(ctx, wc)).To(Succeed())
+		updateClass(wc)
 		Eventually(condition("invalid", v1alpha1.ConditionSynced)).Should(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonInvalidSpec))
 		Expect(condition("invalid", v1alpha1.ConditionSynced)().Message).To(ContainSubstring("spec.weighting.ceiling: ceiling 1 leaves no room for 2 rungs"))
 		rv := get(&v1alpha1.WorkloadClass{}, "invalid").ResourceVersion
@@ -225,7 +225,7 @@ var _ = Describe("WorkloadClass controller", func() {
 		wc.Spec.Weighting = nil
 		wc.Spec.Consistency = v1alpha1.ConsistencyFamily
 		wc.Spec.Instances = &v1alpha1.InstanceShape{Families: []string{"m7i"}}
-		Expect(env.Client.Update(ctx, wc)).To(Succeed())
+		updateClass(wc)
 		waitSynced("invalid")
 		Eventually(nodePoolNames("invalid")).Should(ConsistOf("invalid-spot-amd64-m7i", "invalid-on-demand-amd64-m7i"))
 	})
@@ -319,7 +319,7 @@ var _ = Describe("WorkloadClass controller", func() {
 		Eventually(overlays).Should(ContainElement("overlay-risk-over-20"))
 		wc := get(&v1alpha1.WorkloadClass{}, "overlay")
 		wc.Spec.Weighting.NodeOverlays = false
-		Expect(env.Client.Update(ctx, wc)).To(Succeed())
+		updateClass(wc)
 		Eventually(overlays).Should(BeEmpty())
 	})
 

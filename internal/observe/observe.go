@@ -30,6 +30,9 @@ type Cluster struct {
 	Direct client.Reader
 	// NodeOverlays is true when the NodeOverlay CRD is served and overlays are managed.
 	NodeOverlays bool
+	// Validator judges every write; nil means Karpenter's and Poolsmith's CRDs
+	// (validate.Default).
+	Validator plan.Validator
 }
 
 // Children lists the children the class controls.
@@ -146,13 +149,17 @@ func (c Cluster) Plan(ctx context.Context, wc *v1alpha1.WorkloadClass, baseline 
 	if err != nil {
 		return nil, err
 	}
-	v, err := validate.Default()
+	crds, err := validate.Default()
 	if err != nil {
 		return nil, err
 	}
-	p, err := plan.Compute(plan.Input{Class: wc, Result: res, Live: live, Foreign: foreign}, v)
+	p, err := plan.Compute(plan.Input{Class: wc, Result: res, Live: live, Foreign: foreign}, crds)
 	if err != nil {
 		return nil, err
+	}
+	var v plan.Validator = crds
+	if c.Validator != nil {
+		v = c.Validator
 	}
 	return &Outcome{Result: res, Live: live, Plan: p, Invalid: p.Validate(v)}, nil
 }
