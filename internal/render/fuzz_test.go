@@ -13,12 +13,14 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/render"
+	"github.com/poolsmith/poolsmith/internal/validate"
 )
 
 // FuzzRender feeds arbitrary WorkloadClass specs (as JSON) to the renderer. Render must
 // never panic, and whatever it accepts must have distinct weights in 1..100, rung names
 // that are DNS subdomains and label values, requirements Karpenter accepts, no negative
-// limit, and every Baseline-only field and mandatory Baseline tag and label intact.
+// limit, and every Baseline-only field and mandatory Baseline tag and label intact; when
+// admission would accept the class, Karpenter's CRDs must accept every rendered object.
 func FuzzRender(f *testing.F) {
 	classes, _ := goldenInputs(f)
 	for _, wc := range classes {
@@ -35,6 +37,10 @@ func FuzzRender(f *testing.F) {
 	f.Add("req", []byte(`{"requirements":[{"key":"karpenter.k8s.aws/instance-cpu","operator":"Gt","values":["-1"]},{"key":"karpenter.sh/nodepool","operator":"In","values":[]}]}`))
 
 	b := baseline()
+	crds, err := validate.Default()
+	if err != nil {
+		f.Fatal(err)
+	}
 	integer := regexp.MustCompile(`^[0-9]+$`)
 	f.Fuzz(func(t *testing.T, name string, spec []byte) {
 		wc := &v1alpha1.WorkloadClass{}
@@ -48,6 +54,22 @@ func FuzzRender(f *testing.F) {
 				t.Fatalf("render returned %T, want render.Errors: %v", err, err)
 			}
 			return
+		}
+		// Whatever admission accepts and render produces, Karpenter's CRDs must accept
+		// (checked in-process, with the API server's own code).
+		var specDoc map[string]any
+		_ = json.Unmarshal(spec, &specDoc)
+		classDoc := map[string]any{"apiVersion": v1alpha1.GroupVersion.String(), "kind": "WorkloadClass", "metadata": map[string]any{"name": name}, "spec": specDoc}
+		if crds.Create(classDoc) == nil {
+			docs, err := res.Objects()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range docs {
+				if err := crds.Create(d); err != nil {
+					t.Errorf("admission accepts the class but Karpenter's CRDs refuse what it renders: %v", err)
+				}
+			}
 		}
 		seen := map[int32]string{}
 		for i, np := range res.NodePools {
