@@ -252,6 +252,10 @@ var _ = Describe("WorkloadClass controller", func() {
 		// Nothing of the family is written while a name is taken: no half a family.
 		Expect(exists(&awsv1.EC2NodeClass{}, "collide")()).To(BeFalse())
 		Expect(exists(&karpv1.NodePool{}, "collide-on-demand-amd64")()).To(BeFalse())
+		// Waiting on a foreign object is not an error, and it is announced once.
+		Expect(counterValue("poolsmith_reconcile_errors_total", "reason", v1alpha1.ReasonOwnershipConflict)).To(BeZero())
+		Expect(classEvents("collide", v1alpha1.ReasonOwnershipConflict)()).To(Equal(1))
+		Expect(gaugeValue("poolsmith_workloadclasses_not_synced", "reason", v1alpha1.ReasonOwnershipConflict)).To(BeNumerically(">=", 1))
 	})
 
 	It("deletes a class's NodePools before its EC2NodeClass", func() {
