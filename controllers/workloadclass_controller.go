@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
@@ -62,6 +63,9 @@ type WorkloadClassReconciler struct {
 	NodeOverlays bool
 	// Validator judges every write before the first one; nil means the CRDs'.
 	Validator plan.Validator
+
+	// taken holds the UIDs of classes whose last pass met a name held by another object.
+	taken sync.Map
 }
 
 // +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses,verbs=get;list;watch;update;patch
@@ -124,7 +128,7 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	out, err := r.cluster().Plan(ctx, wc, baseline, render.Options{Region: r.Signals.Region, Catalog: cat})
+	out, err := r.cluster(wc).Plan(ctx, wc, baseline, render.Options{Region: r.Signals.Region, Catalog: cat})
 	if err != nil {
 		var rerrs render.Errors
 		if errors.As(err, &rerrs) {
@@ -148,6 +152,14 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 		return ctrl.Result{}, reconcile.TerminalError(errors.New(msg))
 	}
 	if err := r.execute(ctx, wc, p); err != nil {
+		var taken *nameTaken
+		if errors.As(err, &taken) {
+			// Found at create time (the plan only created, so it asked nothing first).
+			r.taken.Store(wc.UID, true)
+			r.setRungs(wc, res, out.Live, nil)
+			r.notSynced(wc, v1alpha1.ReasonOwnershipConflict, conflictMessage([]string{taken.ref}))
+			return ctrl.Result{RequeueAfter: conflictRequeue}, nil
+		}
 		r.notSynced(wc, v1alpha1.ReasonApplyFailed, err.Error())
 		return ctrl.Result{}, err
 	}
@@ -156,6 +168,7 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 	} else if p.Changed() {
 		wc.Status.DriftNotice = ""
 	}
+	r.taken.Delete(wc.UID)
 	r.setRungs(wc, res, out.Live, p.Retiring())
 	r.synced(wc, res, out.Live)
 	setSignalsCondition(wc, freshness, res.CostBased)
@@ -170,7 +183,7 @@ func (r *WorkloadClassReconciler) finalize(ctx context.Context, wc *v1alpha1.Wor
 		return ctrl.Result{}, nil
 	}
 	original := wc.DeepCopy()
-	live, err := r.cluster().Children(ctx, wc)
+	live, err := r.cluster(wc).Children(ctx, wc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -207,6 +220,7 @@ func (r *WorkloadClassReconciler) finalize(ctx context.Context, wc *v1alpha1.Wor
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	forgetClass(wc.Name)
+	r.taken.Delete(wc.UID)
 	return ctrl.Result{}, nil
 }
 
