@@ -39,6 +39,9 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	// Informers LIST then WATCH, as against API servers without streaming lists (the
+	// WatchList feature): there the manager needs list, which a streaming list does not.
+	os.Setenv("KUBE_FEATURE_WatchListClient", "false")
 	setupLogCapture()
 	// OwnerReferencesPermissionEnforcement is off by default; without it an owner reference
 	// with blockOwnerDeletion needs no finalizers rule, so that rule would look unneeded.
