@@ -2,6 +2,7 @@ package chart_test
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -234,5 +235,51 @@ func waitForCRD(t *testing.T, name string) {
 			t.Fatalf("CRD %s not established", name)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestDockerfileMatchesTheChart keeps the Dockerfile, which no engine builds here, honest:
+// pinned base images, the Go toolchain the Makefile uses, and the user the chart runs as.
+func TestDockerfileMatchesTheChart(t *testing.T) {
+	dockerfile := mustRead(t, "Dockerfile")
+	var froms []string
+	user := ""
+	for _, line := range strings.Split(dockerfile, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 2 && f[0] == "FROM":
+			froms = append(froms, f[1])
+		case len(f) == 2 && f[0] == "USER":
+			user = f[1]
+		}
+	}
+	if len(froms) != 2 {
+		t.Fatalf("Dockerfile has %d FROM lines, want a build stage and a runtime stage", len(froms))
+	}
+	for _, img := range froms {
+		_, tag, ok := strings.Cut(img[strings.LastIndex(img, "/")+1:], ":")
+		if !ok || tag == "" || tag == "latest" {
+			t.Errorf("Dockerfile base image %s is not pinned to a tag", img)
+		}
+	}
+	makefile := mustRead(t, "Makefile")
+	toolchain := ""
+	for _, line := range strings.Split(makefile, "\n") {
+		if v, ok := strings.CutPrefix(line, "export GOTOOLCHAIN := go"); ok {
+			toolchain = strings.TrimSpace(v)
+		}
+	}
+	if toolchain == "" || !strings.HasPrefix(froms[0], "golang:"+toolchain+"-") {
+		t.Errorf("the build stage %s does not use the Makefile's Go toolchain go%s", froms[0], toolchain)
+	}
+	objs := decode(t, "helm template", render(t, "poolsmith-system"))
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		sc, _, _ := unstructured.NestedMap(o.Object, "spec", "template", "spec", "securityContext")
+		if want := fmt.Sprint(sc["runAsUser"]) + ":" + fmt.Sprint(sc["runAsGroup"]); user != want {
+			t.Errorf("Dockerfile USER %q, want %s (the chart's runAsUser and runAsGroup)", user, want)
+		}
 	}
 }
