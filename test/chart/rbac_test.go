@@ -302,7 +302,8 @@ func countChildren(list client.ObjectList, class string) (int, error) {
 
 // run starts the manager as the install's ServiceAccount and drives it: leader election,
 // every sample Synced, NodeOverlays, signals read, Baseline status, events (one a series),
-// a prune, two deletions, and the Lease released on shutdown.
+// a prune, updates of each kind of child, a retirement, an orphaning deletion, two
+// deleting deletions, and the Lease released on shutdown.
 func (s *scenario) run() error {
 	in := s.in
 	bump := 0
@@ -400,16 +401,7 @@ func (s *scenario) run() error {
 		return err
 	}
 	if err := s.wait("an Applied event (events.k8s.io) on WorkloadClass general", func() (bool, error) {
-		evs := &eventsv1.EventList{}
-		if err := env.Client.List(ctx, evs); err != nil {
-			return false, err
-		}
-		for _, e := range evs.Items {
-			if e.Regarding.UID == general.UID && e.Reason == "Applied" {
-				return true, nil
-			}
-		}
-		return false, nil
+		return hasEvent(general.UID, "Applied")
 	}); err != nil {
 		return err
 	}
@@ -469,6 +461,97 @@ func (s *scenario) run() error {
 		return err
 	}
 
+	// Updates of each kind of child: a NodePool (ci's limits), the NodeOverlays (fewer
+	// types for overlays), every EC2NodeClass (a Baseline tag).
+	for _, u := range []struct{ class, patch string }{
+		{"ci", `{"spec":{"limits":{"cpu":"123"}}}`},
+		{"overlays", `{"spec":{"instances":{"cpu":{"max":8}}}}`},
+	} {
+		if err := s.patchAndSync(u.class, u.patch); err != nil {
+			return err
+		}
+	}
+	if err := env.Client.Patch(ctx, &v1alpha1.Baseline{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"nodeClass":{"tags":{"rbac-test":"updated"}}}}`))); err != nil {
+		return err
+	}
+	if err := s.wait("EC2NodeClass ci to carry the Baseline's new tag", func() (bool, error) {
+		nc := &awsv1.EC2NodeClass{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "ci"}, nc); err != nil {
+			return false, err
+		}
+		return nc.Spec.Tags["rbac-test"] == "updated", nil
+	}); err != nil {
+		return err
+	}
+
+	// Retire: gpu (prunePolicy Retire) drops its spot rungs; they are retired, not deleted.
+	gpu := &v1alpha1.WorkloadClass{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "gpu"}, gpu); err != nil {
+		return err
+	}
+	if err := s.patchAndSync("gpu", `{"spec":{"capacityTypes":["on-demand"]}}`); err != nil {
+		return err
+	}
+	if err := s.wait("a Retiring event on WorkloadClass gpu", func() (bool, error) {
+		return hasEvent(gpu.UID, "Retiring")
+	}); err != nil {
+		return err
+	}
+
+	// Orphan: a class with prunePolicy Orphan is deleted; its children stay, released.
+	orphaning := &unstructured.Unstructured{}
+	for _, o := range objs {
+		if o.GetName() == "ci" { // as applied: only its spec is wanted
+			orphaning.Object = map[string]any{"apiVersion": o.GetAPIVersion(), "kind": o.GetKind(),
+				"metadata": map[string]any{"name": "orphaning"}, "spec": o.Object["spec"]}
+		}
+	}
+	if err := unstructured.SetNestedField(orphaning.Object, "Orphan", "spec", "prunePolicy"); err != nil {
+		return err
+	}
+	if err := apply(orphaning); err != nil {
+		return err
+	}
+	var released []string
+	if err := s.wait("WorkloadClass orphaning Synced=True", func() (bool, error) {
+		c, gen, err := condition("orphaning", v1alpha1.ConditionSynced)
+		if err != nil || c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != gen {
+			return false, err
+		}
+		pools := &karpv1.NodePoolList{}
+		if err := env.Client.List(ctx, pools, client.MatchingLabels{v1alpha1.LabelClass: "orphaning"}); err != nil {
+			return false, err
+		}
+		released = nil
+		for _, np := range pools.Items {
+			released = append(released, np.Name)
+		}
+		return len(released) > 0, nil
+	}); err != nil {
+		return err
+	}
+	if err := env.Client.Delete(ctx, &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: "orphaning"}}); err != nil {
+		return err
+	}
+	if err := s.wait("WorkloadClass orphaning deleted, its NodePools released", func() (bool, error) {
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "orphaning"}, &v1alpha1.WorkloadClass{}); !apierrors.IsNotFound(err) {
+			return false, err
+		}
+		for _, name := range released {
+			np := &karpv1.NodePool{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, np); err != nil {
+				return false, err
+			}
+			if _, managed := np.Labels[v1alpha1.LabelManagedBy]; managed || len(np.OwnerReferences) > 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		return err
+	}
+
 	// Deletion: the finalizer deletes NodePools and NodeOverlays, then the EC2NodeClass.
 	for _, name := range []string{"overlays", "general"} {
 		if err := env.Client.Delete(ctx, &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
@@ -505,6 +588,32 @@ func (s *scenario) run() error {
 		return errDetected{where}
 	}
 	return nil
+}
+
+// patchAndSync merge-patches a class's spec and waits until the new generation is Synced.
+func (s *scenario) patchAndSync(class, patch string) error {
+	wc := &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: class}}
+	if err := env.Client.Patch(ctx, wc, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		return fmt.Errorf("patching WorkloadClass %s with %s: %w", class, patch, err)
+	}
+	return s.wait(fmt.Sprintf("WorkloadClass %s Synced=True after %s", class, patch), func() (bool, error) {
+		c, gen, err := condition(class, v1alpha1.ConditionSynced)
+		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen && gen == wc.Generation, err
+	})
+}
+
+// hasEvent says whether an events.k8s.io Event with reason regards the object uid.
+func hasEvent(uid types.UID, reason string) (bool, error) {
+	evs := &eventsv1.EventList{}
+	if err := env.Client.List(ctx, evs); err != nil {
+		return false, err
+	}
+	for _, e := range evs.Items {
+		if e.Regarding.UID == uid && e.Reason == reason {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // reset removes what a run left: classes (finalizers stripped: a manager without the
