@@ -236,6 +236,9 @@ func (s *scenario) wait(what string, cond func() (bool, error)) error {
 		}
 		ok, err := cond()
 		if err == nil && ok {
+			if s.without == nil {
+				s.t.Logf("%s after %s", what, time.Since(start).Round(10*time.Millisecond))
+			}
 			return nil
 		}
 		last = err
@@ -247,7 +250,7 @@ func (s *scenario) wait(what string, cond func() (bool, error)) error {
 }
 
 // samples are config/samples' Baseline and classes, plus a class that renders NodeOverlays
-// and one whose Baseline does not exist (it warns on each pass: an event series).
+// and one whose Baseline does not exist.
 func samples(t *testing.T) (objs []*unstructured.Unstructured, classes []string) {
 	files, err := filepath.Glob(filepath.Join(root, "config/samples/poolsmith_v1alpha1_*.yaml"))
 	if err != nil {
@@ -280,13 +283,13 @@ func samples(t *testing.T) (objs []*unstructured.Unstructured, classes []string)
 	return objs, classes
 }
 
-func signalsConfigMap(key types.NamespacedName, bump int) *corev1.ConfigMap {
+func signalsConfigMap(key types.NamespacedName) *corev1.ConfigMap {
 	feed := `{"ranges":[{"index":0,"label":"<5%","max":5},{"index":1,"label":"5-10%","max":11},{"index":2,"label":"10-15%","max":16},{"index":3,"label":"15-20%","max":22},{"index":4,"label":">20%","max":100}],
 "spot_advisor":{"us-east-1":{"Linux":{"m7g.large":{"s":60,"r":0},"m7i.large":{"s":60,"r":4}}}}}`
 	return &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Annotations: map[string]string{
-			signals.FetchedAtAnnotation: time.Now().UTC().Format(time.RFC3339), "test.poolsmith.dev/bump": fmt.Sprint(bump)}},
+			signals.FetchedAtAnnotation: time.Now().UTC().Format(time.RFC3339)}},
 		Data: map[string]string{signals.AdvisorKey: feed},
 	}
 }
@@ -312,11 +315,10 @@ func countChildren(list client.ObjectList, class string) (int, error) {
 // deleting deletions, and the Lease released on shutdown.
 func (s *scenario) run() error {
 	in := s.in
-	bump := 0
 	apply := func(o client.Object) error {
 		return env.Client.Patch(ctx, o, client.Apply, client.FieldOwner("rbac-test"), client.ForceOwnership)
 	}
-	if err := apply(signalsConfigMap(in.signals, bump)); err != nil {
+	if err := apply(signalsConfigMap(in.signals)); err != nil {
 		return err
 	}
 
@@ -426,28 +428,21 @@ func (s *scenario) run() error {
 		return err
 	}
 	// An event repeated for an unchanged object becomes a series, which the recorder
-	// patches. Each signals change re-runs every class, and no-baseline fails the same way
-	// each time: if the controller repeats its warning, the series shows within a few
-	// passes. Tried only while the install grants that patch, and not required: a
-	// controller that never repeats an event leaves the grant unneeded, which the removal
-	// sweep then reports.
-	if grantsVerb(in.objs, "events.k8s.io", "events", "patch") {
-		orphan := &v1alpha1.WorkloadClass{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: "no-baseline"}, orphan); err != nil {
-			return err
-		}
-		for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(300 * time.Millisecond) {
-			if where := s.visible(); where != "" {
-				return errDetected{where}
-			}
-			bump++
-			if err := apply(signalsConfigMap(in.signals, bump)); err != nil {
-				return err
-			}
-			if series, err := hasSeries(orphan.UID, v1alpha1.ReasonBaselineNotFound); err != nil || series {
-				break
-			}
-		}
+	// patches. The controller repeats one only when a pass reads a stale cache, so the
+	// repeat is made deterministic here: the same warning twice through the manager's own
+	// recorder, as its ServiceAccount.
+	orphan := &v1alpha1.WorkloadClass{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "no-baseline"}, orphan); err != nil {
+		return err
+	}
+	recorder := mgr.GetEventRecorder("poolsmith")
+	for range 2 {
+		recorder.Eventf(orphan, nil, corev1.EventTypeWarning, "RBACTestRepeat", "Reconcile", "the same warning, twice")
+	}
+	if err := s.wait("a repeated event on WorkloadClass no-baseline to become a series", func() (bool, error) {
+		return hasSeries(orphan.UID, "RBACTestRepeat")
+	}); err != nil {
+		return err
 	}
 
 	// Prune: general drops its spot rungs.
@@ -634,16 +629,6 @@ func hasSeries(uid types.UID, reason string) (bool, error) {
 		}
 	}
 	return false, nil
-}
-
-// grantsVerb says whether any role in objs grants verb on group/resource.
-func grantsVerb(objs []manifest.Object, group, resource, verb string) bool {
-	for _, g := range grants(objs) {
-		if g.Group == group && g.Resource == resource && g.Verb == verb {
-			return true
-		}
-	}
-	return false
 }
 
 // reset removes what a run left: classes (finalizers stripped: a manager without the
