@@ -127,14 +127,11 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 // TestRenderedObjectsAreAcceptedAndLockedDown dry-runs everything helm template renders,
 // CRDs included, on the real API server (server-side apply), for both value sets.
 func TestRenderedObjectsAreAcceptedAndLockedDown(t *testing.T) {
-	// A stand-in for prometheus-operator's ServiceMonitor CRD (not on the module proxy).
-	monitor := decode(t, "testdata/servicemonitor-crd.yaml", mustRead(t, "test/chart/testdata/servicemonitor-crd.yaml"))
-	if err := env.Client.Patch(ctx, monitor[0].Unstructured, client.Apply, client.FieldOwner("chart-test"), client.ForceOwnership); err != nil {
-		t.Fatal(err)
-	}
-	waitForCRD(t, "servicemonitors.monitoring.coreos.com")
+	installServiceMonitorCRD(t)
+	// Pod Security admission enforces the restricted profile on the pods created here.
 	for _, ns := range []string{"dry-run", "karpenter"} {
-		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+			Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 	}
@@ -150,6 +147,25 @@ func TestRenderedObjectsAreAcceptedAndLockedDown(t *testing.T) {
 			}
 			for _, msg := range lockdown.Check(objs) {
 				t.Error(msg)
+			}
+			// Workload objects are only warned about; their pods are what is enforced.
+			for _, o := range objs {
+				path := map[string][]string{"Deployment": {"spec", "template"}, "CronJob": {"spec", "jobTemplate", "spec", "template"}}[o.GetKind()]
+				if path == nil {
+					continue
+				}
+				tmpl, _, err := unstructured.NestedMap(o.Object, path...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pod := &unstructured.Unstructured{Object: tmpl}
+				pod.SetAPIVersion("v1")
+				pod.SetKind("Pod")
+				pod.SetName(o.GetName())
+				pod.SetNamespace(o.GetNamespace())
+				if err := env.Client.Create(ctx, pod, client.DryRunAll); err != nil {
+					t.Errorf("a pod of %s is refused in a namespace enforcing the restricted Pod Security profile: %v", o.Where(), err)
+				}
 			}
 			want := map[string]int{"CustomResourceDefinition": 2, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
 				"Role": 2, "RoleBinding": 2, "Deployment": 1, "PodDisruptionBudget": 1, "Service": 1}
@@ -172,12 +188,17 @@ func TestRenderedObjectsAreAcceptedAndLockedDown(t *testing.T) {
 }
 
 // TestHelmInstall installs the chart with its defaults into the control plane (the CRDs
-// are there already: helm skips them), then upgrades it to the customised values.
+// are there already: helm skips them), then upgrades it to the customised values (whose
+// signals ConfigMap lives in namespace karpenter) and uninstalls it.
 func TestHelmInstall(t *testing.T) {
-	if _, err := helm(t, "install", "poolsmith", "charts/poolsmith", "--namespace", "helm-install", "--create-namespace"); err != nil {
+	out, err := helm(t, "install", "poolsmith", "charts/poolsmith", "--namespace", "helm-install", "--create-namespace")
+	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := helm(t, "status", "poolsmith", "--namespace", "helm-install")
+	if want := "Spot signals: ConfigMap helm-install/poolsmith-signals"; !strings.Contains(out, want) {
+		t.Errorf("helm install's notes do not say %q:\n%s", want, out)
+	}
+	out, err = helm(t, "status", "poolsmith", "--namespace", "helm-install")
 	if err != nil || !strings.Contains(out, "STATUS: deployed") {
 		t.Fatalf("helm status after install: %v\n%s", err, out)
 	}
@@ -187,6 +208,10 @@ func TestHelmInstall(t *testing.T) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(got), got); err != nil {
 			t.Errorf("%s not installed: %v", o.Where(), err)
 		}
+	}
+	installServiceMonitorCRD(t)
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "karpenter"}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
 	}
 	if _, err := helm(t, "upgrade", "poolsmith", "charts/poolsmith", "--namespace", "helm-install", "--values", "test/chart/testdata/custom-values.yaml"); err != nil {
 		t.Fatal(err)
@@ -216,6 +241,17 @@ func mustRead(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// installServiceMonitorCRD installs a stand-in for prometheus-operator's ServiceMonitor
+// CRD (its YAML is not on the module proxy), for the customised values.
+func installServiceMonitorCRD(t *testing.T) {
+	t.Helper()
+	monitor := decode(t, "testdata/servicemonitor-crd.yaml", mustRead(t, "test/chart/testdata/servicemonitor-crd.yaml"))
+	if err := env.Client.Patch(ctx, monitor[0].Unstructured, client.Apply, client.FieldOwner("chart-test"), client.ForceOwnership); err != nil {
+		t.Fatal(err)
+	}
+	waitForCRD(t, "servicemonitors.monitoring.coreos.com")
 }
 
 // waitForCRD waits until the API server serves a CRD's kind.
