@@ -177,7 +177,11 @@ func (in rbacInstall) apply(t *testing.T, without *grant) {
 				}
 				rule := map[string]any{"apiGroups": []any{g.Group}, "resources": []any{g.Resource}, "verbs": []any{g.Verb}}
 				if g.ResourceNames != "" {
-					rule["resourceNames"] = []any{g.ResourceNames}
+					var names []any
+					for _, n := range strings.Split(g.ResourceNames, ",") {
+						names = append(names, n)
+					}
+					rule["resourceNames"] = names
 				}
 				rules = append(rules, rule)
 			}
