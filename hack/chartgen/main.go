@@ -4,7 +4,8 @@
 //
 // It writes charts/poolsmith/templates/rbac.yaml from config/rbac/role.yaml and
 // config/rbac/leader_election_role.yaml, and copies the CRDs into charts/poolsmith/crds/
-// (installed on first install) and charts/poolsmith-crd/templates/ (upgraded by helm).
+// (installed on first install) and charts/poolsmith-crd/templates/ (upgraded by helm,
+// and kept by helm uninstall).
 // Namespaced marker rules (namespace=poolsmith-system) become a Role in the signals
 // ConfigMap's namespace, which is the only namespaced thing the manager reads.
 package main
@@ -137,6 +138,7 @@ func copyCRDs(root string) error {
 	}
 	sort.Strings(names)
 	for _, dst := range []string{"charts/poolsmith/crds", "charts/poolsmith-crd/templates"} {
+		keep := dst == "charts/poolsmith-crd/templates"
 		dir := filepath.Join(root, dst)
 		if err := os.RemoveAll(dir); err != nil {
 			return err
@@ -148,6 +150,14 @@ func copyCRDs(root string) error {
 			data, err := os.ReadFile(filepath.Join(src, n))
 			if err != nil {
 				return err
+			}
+			if keep {
+				// helm uninstall must not delete the CRDs, and with them every class.
+				const at = "metadata:\n  annotations:\n"
+				if !bytes.Contains(data, []byte(at)) {
+					return fmt.Errorf("config/crd/bases/%s: no metadata.annotations to add helm.sh/resource-policy to", n)
+				}
+				data = bytes.Replace(data, []byte(at), []byte(at+"    helm.sh/resource-policy: keep\n"), 1)
 			}
 			out := append([]byte(fmt.Sprintf(header, "config/crd/bases/"+n)), data...)
 			if err := os.WriteFile(filepath.Join(dir, n), out, 0o644); err != nil {

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -316,6 +317,36 @@ func TestDockerfileMatchesTheChart(t *testing.T) {
 		sc, _, _ := unstructured.NestedMap(o.Object, "spec", "template", "spec", "securityContext")
 		if want := fmt.Sprint(sc["runAsUser"]) + ":" + fmt.Sprint(sc["runAsGroup"]); user != want {
 			t.Errorf("Dockerfile USER %q, want %s (the chart's runAsUser and runAsGroup)", user, want)
+		}
+	}
+}
+
+// TestCRDChartAdoptsUpgradesAndKeepsTheCRDs follows README's path from crds/ to
+// charts/poolsmith-crd: the CRDs installed without it are adopted (the labels and
+// annotations Helm requires), installed by it, and kept when it is uninstalled.
+func TestCRDChartAdoptsUpgradesAndKeepsTheCRDs(t *testing.T) {
+	names := []string{"baselines.poolsmith.dev", "workloadclasses.poolsmith.dev"}
+	for _, o := range decode(t, "charts/poolsmith-crd", mustHelm(t, "template", "poolsmith-crd", "charts/poolsmith-crd")) {
+		if o.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+			t.Errorf("%s lacks helm.sh/resource-policy: keep; helm uninstall would delete every class", o.Where())
+		}
+	}
+	if _, err := helm(t, "install", "poolsmith-crd", "charts/poolsmith-crd", "--namespace", "default"); err == nil {
+		t.Fatal("helm installed poolsmith-crd over CRDs it does not own; README says adoption is needed")
+	}
+	for _, name := range names {
+		patch := `{"metadata":{"labels":{"app.kubernetes.io/managed-by":"Helm"},"annotations":{"meta.helm.sh/release-name":"poolsmith-crd","meta.helm.sh/release-namespace":"default"}}}`
+		crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := env.Client.Patch(ctx, crd, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustHelm(t, "install", "poolsmith-crd", "charts/poolsmith-crd", "--namespace", "default")
+	mustHelm(t, "upgrade", "poolsmith-crd", "charts/poolsmith-crd", "--namespace", "default")
+	out := mustHelm(t, "uninstall", "poolsmith-crd", "--namespace", "default")
+	for _, name := range names {
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{}); err != nil {
+			t.Errorf("CRD %s after helm uninstall: %v\n%s", name, err, out)
 		}
 	}
 }
