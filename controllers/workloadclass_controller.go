@@ -68,10 +68,10 @@ type WorkloadClassReconciler struct {
 	taken sync.Map
 }
 
-// +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses/status,verbs=get;patch
+// +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses,verbs=list;watch;update
+// +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses/status,verbs=patch
 // +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses/finalizers,verbs=update
-// +kubebuilder:rbac:groups=poolsmith.dev,resources=baselines,verbs=get;list;watch
+// +kubebuilder:rbac:groups=poolsmith.dev,resources=baselines,verbs=list;watch
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeoverlays,verbs=get;list;watch;create;update;patch;delete
