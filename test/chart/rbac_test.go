@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -462,6 +463,62 @@ func (s *scenario) run() error {
 		c, gen, cerr := condition("general", v1alpha1.ConditionSynced)
 		return err == nil && cerr == nil && n > 0 && n < before && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen, errors.Join(err, cerr)
 	}); err != nil {
+		return err
+	}
+
+	// Names taken by objects Poolsmith does not own, a NodePool and a NodeOverlay: a
+	// class's first pass creates without asking, meets AlreadyExists, reads the object once
+	// (get) and deletes what it created (delete), then reports the conflict.
+	ov := &karpv1alpha1.NodeOverlayList{}
+	if err := env.Client.List(ctx, ov, client.MatchingLabels{v1alpha1.LabelClass: "overlays"}); err != nil || len(ov.Items) == 0 {
+		return fmt.Errorf("listing the overlays of class overlays: %v (%d)", err, len(ov.Items))
+	}
+	takenOverlay := &karpv1alpha1.NodeOverlay{ObjectMeta: metav1.ObjectMeta{Name: strings.Replace(ov.Items[0].Name, "overlays-", "collide-ov-", 1)}, Spec: ov.Items[0].Spec}
+	takenPool := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": map[string]any{"name": "collide-on-demand-amd64"},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"nodeClassRef": map[string]any{"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+			"requirements": []any{map[string]any{"key": "kubernetes.io/arch", "operator": "In", "values": []any{"amd64"}}},
+		}}},
+	}}
+	if err := env.Client.Create(ctx, takenOverlay); err != nil {
+		return err
+	}
+	if err := apply(takenPool); err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		name     string
+		overlays bool
+	}{{"collide", false}, {"collide-ov", true}} {
+		colliding := &unstructured.Unstructured{}
+		for _, o := range objs {
+			if o.GetName() == "general" {
+				colliding.Object = map[string]any{"apiVersion": o.GetAPIVersion(), "kind": o.GetKind(),
+					"metadata": map[string]any{"name": c.name}, "spec": runtime.DeepCopyJSONValue(o.Object["spec"])}
+			}
+		}
+		if err := unstructured.SetNestedField(colliding.Object, c.overlays, "spec", "weighting", "nodeOverlays"); err != nil {
+			return err
+		}
+		if err := apply(colliding); err != nil {
+			return err
+		}
+		if err := s.wait("WorkloadClass "+c.name+" Synced=False (OwnershipConflict), nothing of it left", func() (bool, error) {
+			cond, _, err := condition(c.name, v1alpha1.ConditionSynced)
+			if err != nil || cond == nil || cond.Reason != v1alpha1.ReasonOwnershipConflict {
+				return false, err
+			}
+			n, err := countChildren(&karpv1.NodePoolList{}, c.name)
+			return n == 0, err
+		}); err != nil {
+			return err
+		}
+		if err := env.Client.Delete(ctx, colliding); err != nil {
+			return err
+		}
+	}
+	if err := errors.Join(env.Client.Delete(ctx, takenPool), env.Client.Delete(ctx, takenOverlay)); err != nil {
 		return err
 	}
 
