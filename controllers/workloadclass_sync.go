@@ -20,7 +20,8 @@ import (
 // cluster is where the reconciler reads children: the cache, and the API server for
 // names the cache does not hold.
 func (r *WorkloadClassReconciler) cluster() observe.Cluster {
-	return observe.Cluster{Cached: r.Client, Direct: r.APIReader, NodeOverlays: r.NodeOverlays, Validator: r.Validator}
+	return observe.Cluster{Cached: r.Client, Direct: r.APIReader, NodeOverlays: r.NodeOverlays, Validator: r.Validator,
+		NoAccessPolicies: r.NoAccessPolicies, NoDefaultPolicies: r.NoDefaultPolicies}
 }
 
 // execute carries out a validated plan: the EC2NodeClass, then the NodePools, then the
