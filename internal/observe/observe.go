@@ -72,13 +72,19 @@ func (c Cluster) Children(ctx context.Context, wc *v1alpha1.WorkloadClass) (plan
 		return live, nil
 	}
 	lists := []func() (string, error){
-		listPolicies[admissionv1.ValidatingAdmissionPolicy](ctx, c.Cached, &admissionv1.ValidatingAdmissionPolicyList{}, func(l *admissionv1.ValidatingAdmissionPolicyList) []admissionv1.ValidatingAdmissionPolicy { return l.Items }, wc, owned, live.Policies),
-		listPolicies[admissionv1.ValidatingAdmissionPolicyBinding](ctx, c.Cached, &admissionv1.ValidatingAdmissionPolicyBindingList{}, func(l *admissionv1.ValidatingAdmissionPolicyBindingList) []admissionv1.ValidatingAdmissionPolicyBinding { return l.Items }, wc, owned, live.Policies),
+		listPolicies[admissionv1.ValidatingAdmissionPolicy](ctx, c.Cached, &admissionv1.ValidatingAdmissionPolicyList{}, func(l *admissionv1.ValidatingAdmissionPolicyList) []admissionv1.ValidatingAdmissionPolicy {
+			return l.Items
+		}, wc, owned, live.Policies),
+		listPolicies[admissionv1.ValidatingAdmissionPolicyBinding](ctx, c.Cached, &admissionv1.ValidatingAdmissionPolicyBindingList{}, func(l *admissionv1.ValidatingAdmissionPolicyBindingList) []admissionv1.ValidatingAdmissionPolicyBinding {
+			return l.Items
+		}, wc, owned, live.Policies),
 	}
 	if !c.NoDefaultPolicies {
 		lists = append(lists,
 			listPolicies[admissionv1.MutatingAdmissionPolicy](ctx, c.Cached, &admissionv1.MutatingAdmissionPolicyList{}, func(l *admissionv1.MutatingAdmissionPolicyList) []admissionv1.MutatingAdmissionPolicy { return l.Items }, wc, owned, live.Policies),
-			listPolicies[admissionv1.MutatingAdmissionPolicyBinding](ctx, c.Cached, &admissionv1.MutatingAdmissionPolicyBindingList{}, func(l *admissionv1.MutatingAdmissionPolicyBindingList) []admissionv1.MutatingAdmissionPolicyBinding { return l.Items }, wc, owned, live.Policies))
+			listPolicies[admissionv1.MutatingAdmissionPolicyBinding](ctx, c.Cached, &admissionv1.MutatingAdmissionPolicyBindingList{}, func(l *admissionv1.MutatingAdmissionPolicyBindingList) []admissionv1.MutatingAdmissionPolicyBinding {
+				return l.Items
+			}, wc, owned, live.Policies))
 	}
 	for _, list := range lists {
 		if kind, err := list(); err != nil {
