@@ -242,11 +242,13 @@ func (r *renderer) validatingPolicy(t *template, rungs []string) (*admissionv1.V
 					rule("batch", "cronjobs", "jobs"),
 				},
 			},
+			// Match conditions cannot see namespaceObject (the API server binds it only for
+			// validations), so the namespace test is a variable.
 			MatchConditions: []admissionv1.MatchCondition{
 				{Name: "not-a-daemonset-pod", Expression: notDaemonSetPod},
-				{Name: "outside-allowed-namespaces", Expression: "!(" + allowedNamespace(a) + ")"},
 			},
 			Variables: []admissionv1.Variable{
+				{Name: "allowed", Expression: allowedNamespace(a)},
 				{Name: "spec", Expression: podSpec("object")},
 				{Name: "nodeSelector", Expression: `has(variables.spec.nodeSelector) ? variables.spec.nodeSelector : {}`},
 				{Name: "terms", Expression: `has(variables.spec.affinity) && has(variables.spec.affinity.nodeAffinity) && has(variables.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution) ? variables.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms : []`},
@@ -259,7 +261,7 @@ func (r *renderer) validatingPolicy(t *template, rungs []string) (*admissionv1.V
 				{Name: "tolerates", Expression: strings.Join(tolerates, " && ")},
 			},
 			Validations: []admissionv1.Validation{{
-				Expression: `variables.unchanged || !(variables.selects || (variables.tolerates && !variables.away))`,
+				Expression: `variables.allowed || variables.unchanged || !(variables.selects || (variables.tolerates && !variables.away))`,
 				Message:    msg,
 				MessageExpression: fmt.Sprintf(`object.kind + " " + (has(object.metadata.name) ? object.metadata.name : "") + " in namespace " + namespaceObject.metadata.name + " could run on WorkloadClass %s (it selects the class or tolerates its taints), which may only be used from %s"`,
 					strings.ReplaceAll(r.class.Name, `"`, ``), strings.ReplaceAll(who, `"`, `\"`)),
@@ -299,10 +301,7 @@ func (r *renderer) mutatingPolicy(t *template) (*admissionv1.MutatingAdmissionPo
 		{Name: "not-a-daemonset-pod", Expression: notDaemonSetPod},
 		{Name: "selects-no-class", Expression: `!(has(object.spec.nodeName) && object.spec.nodeName != "") && !(has(object.spec.nodeSelector) && object.spec.nodeSelector.exists(k, k in ` + keys + `)) && !(has(object.spec.affinity) && has(object.spec.affinity.nodeAffinity) && has(object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution) && object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.exists(t, has(t.matchExpressions) && t.matchExpressions.exists(e, e.key in ` + keys + `)))`},
 	}
-	if a := r.class.Spec.Access; a != nil {
-		// A namespace the class does not admit gets no default (the class reports it).
-		conditions = append(conditions, admissionv1.MatchCondition{Name: "allowed-namespace", Expression: allowedNamespace(a)})
-	}
+
 	var tolerations []string
 	for _, taint := range schedulingTaints(t.taints) {
 		tolerations = append(tolerations, fmt.Sprintf(`Object.spec.tolerations{key: %s, operator: "Equal", value: %s, effect: %s}`, quote(taint.Key), quote(taint.Value), quote(string(taint.Effect))))
@@ -315,6 +314,11 @@ func (r *renderer) mutatingPolicy(t *template) (*admissionv1.MutatingAdmissionPo
 			each = append(each, `JSONPatch{op: "add", path: "/spec/tolerations/-", value: `+tol+`}`)
 		}
 		patch += fmt.Sprintf(` + (has(object.spec.tolerations) ? [%s] : [JSONPatch{op: "add", path: "/spec/tolerations", value: [%s]}])`, strings.Join(each, ", "), strings.Join(tolerations, ", "))
+	}
+	if a := r.class.Spec.Access; a != nil {
+		// A namespace the class does not admit gets no default (the class reports it). Match
+		// conditions cannot see namespaceObject, so the patch is empty there.
+		patch = "(" + allowedNamespace(a) + ") ? " + patch + " : []"
 	}
 	mp := &admissionv1.MutatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: AdmissionAPIVersion, Kind: KindMutatingPolicy},

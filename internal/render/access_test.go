@@ -39,12 +39,12 @@ func TestAccessRendersAPolicyAndBindingPerClassAndADefaultsPolicy(t *testing.T) 
 	}
 	// Every rung's name is a way to select the class.
 	for _, np := range res.NodePools {
-		if !strings.Contains(vap.Spec.Variables[5].Expression, `"`+np.Name+`"`) {
+		if !strings.Contains(vap.Spec.Variables[6].Expression, `"`+np.Name+`"`) {
 			t.Errorf("selects does not name rung %s", np.Name)
 		}
 	}
 	// Both NoSchedule taints (the profile's nvidia.com/gpu and the class's own) must be tolerated.
-	tol := vap.Spec.Variables[7].Expression
+	tol := vap.Spec.Variables[8].Expression
 	if !strings.Contains(tol, `"nvidia.com/gpu"`) || !strings.Contains(tol, `"example.com/dedicated"`) {
 		t.Errorf("tolerates = %s", tol)
 	}

@@ -177,8 +177,9 @@ type Judgement struct {
 	Matched bool
 	// Allowed is true when every validation holds.
 	Allowed bool
-	// Cost is the CEL cost of the match conditions, the variables they used and the
-	// validations, against the API server's per-evaluation budget Budget.
+	// Cost is the CEL cost of the match conditions (which have a budget of their own),
+	// the variables and the validations; Budget is the API server's per-evaluation budget
+	// of the validations.
 	Cost   int64
 	Budget int64
 }
@@ -215,8 +216,17 @@ func Judge(p *admissionv1.ValidatingAdmissionPolicy, obj *unstructured.Unstructu
 		if len(group.exprs) == 0 {
 			continue
 		}
-		results, left, err := c.CompileCondition(group.exprs, opts, environment.StoredExpressions).ForInput(context.Background(), va, req, plugincel.OptionalVariableBindings{Authorizer: nil}, ns, remaining)
-		j.Cost += remaining - left
+		// As the API server: match conditions see no namespaceObject and have a budget of
+		// their own.
+		namespace, budget := ns, remaining
+		if group.match {
+			namespace, budget = nil, celconfig.RuntimeCELCostBudgetMatchConditions
+		}
+		results, left, err := c.CompileCondition(group.exprs, opts, environment.StoredExpressions).ForInput(context.Background(), va, req, plugincel.OptionalVariableBindings{}, namespace, budget)
+		j.Cost += budget - left
+		if group.match {
+			left = remaining
+		}
 		remaining = left
 		if err != nil {
 			return j, err
