@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -44,7 +43,7 @@ func (r *WorkloadClassReconciler) setAccess(ctx context.Context, wc *v1alpha1.Wo
 	var defaults, excluded []string
 	for _, ns := range nss.Items {
 		defaults = append(defaults, ns.Name)
-		if !Admits(wc.Spec.Access, &ns) {
+		if !wc.Spec.Access.Admits(ns.Name, ns.Labels) {
 			excluded = append(excluded, ns.Name)
 		}
 	}
@@ -71,21 +70,4 @@ func defaultsFor(namespaces []string) string {
 		return ""
 	}
 	return "; default class of namespaces " + strings.Join(namespaces, ", ")
-}
-
-// Admits reports whether an access rule lets a namespace use the class: nil admits all.
-func Admits(a *v1alpha1.Access, ns *corev1.Namespace) bool {
-	if a == nil {
-		return true
-	}
-	for _, n := range a.Namespaces {
-		if n == ns.Name {
-			return true
-		}
-	}
-	if a.NamespaceSelector == nil {
-		return false
-	}
-	sel, err := metav1.LabelSelectorAsSelector(a.NamespaceSelector.LabelSelector())
-	return err == nil && sel.Matches(labels.Set(ns.Labels))
 }

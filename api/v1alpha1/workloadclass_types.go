@@ -1,10 +1,13 @@
 package v1alpha1
 
 import (
+	"slices"
+
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
@@ -295,6 +298,20 @@ type NamespaceSelectorRequirement struct {
 	// +listType=atomic
 	// +optional
 	Values []string `json:"values,omitempty"`
+}
+
+// Admits reports whether the rule lets the namespace of that name and those labels use the
+// class; a nil rule admits every namespace. The class's ValidatingAdmissionPolicy makes the
+// same test in CEL.
+func (a *Access) Admits(namespace string, nsLabels map[string]string) bool {
+	if a == nil || slices.Contains(a.Namespaces, namespace) {
+		return true
+	}
+	if a.NamespaceSelector == nil {
+		return false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(a.NamespaceSelector.LabelSelector())
+	return err == nil && sel.Matches(labels.Set(nsLabels))
 }
 
 // LabelSelector is the selector as apimachinery's type.

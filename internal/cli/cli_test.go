@@ -476,3 +476,25 @@ func TestMigrate(t *testing.T) {
 		t.Errorf("--to v2: exit %d, want 2", code)
 	}
 }
+
+func TestLintReadsNamespacesForDefaultClasses(t *testing.T) {
+	in := mustRead(t, samples+"/poolsmith_v1alpha1_baseline.yaml") + "\n---\n" + `apiVersion: poolsmith.dev/v1alpha1
+kind: WorkloadClass
+metadata: {name: gpu}
+spec:
+  profile: GPU
+  taints: [{key: example.com/dedicated, value: gpu, effect: NoSchedule}]
+  access: {namespaces: [ml]}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: sandbox, labels: {poolsmith.dev/default-class: gpu}}
+`
+	code, out, stderr := run(t, in, "lint", "-f", "-")
+	if code != ExitFindings || !strings.Contains(out, "Namespace/sandbox") || !strings.Contains(out, "default-excluded") {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	if strings.Contains(stderr, "ignoring") {
+		t.Errorf("the Namespace was ignored: %s", stderr)
+	}
+}
