@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
@@ -67,12 +68,15 @@ type WorkloadClassReconciler struct {
 	NoAccessPolicies bool
 	// NoDefaultPolicies: the API server does not serve MutatingAdmissionPolicy.
 	NoDefaultPolicies bool
+
+	// taken holds the UIDs of classes whose last pass met a name held by another object.
+	taken sync.Map
 }
 
-// +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses/status,verbs=get;patch
+// +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses,verbs=list;watch;update
+// +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses/status,verbs=patch
 // +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses/finalizers,verbs=update
-// +kubebuilder:rbac:groups=poolsmith.dev,resources=baselines,verbs=get;list;watch
+// +kubebuilder:rbac:groups=poolsmith.dev,resources=baselines,verbs=list;watch
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeoverlays,verbs=get;list;watch;create;update;patch;delete
@@ -129,7 +133,7 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	out, err := r.cluster().Plan(ctx, wc, baseline, render.Options{Region: r.Signals.Region, Catalog: cat})
+	out, err := r.cluster(wc).Plan(ctx, wc, baseline, render.Options{Region: r.Signals.Region, Catalog: cat})
 	if err != nil {
 		var rerrs render.Errors
 		if errors.As(err, &rerrs) {
@@ -153,6 +157,14 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 		return ctrl.Result{}, reconcile.TerminalError(errors.New(msg))
 	}
 	if err := r.execute(ctx, wc, p); err != nil {
+		var taken *nameTaken
+		if errors.As(err, &taken) {
+			// Found at create time (the plan only created, so it asked nothing first).
+			r.taken.Store(wc.UID, true)
+			r.setRungs(wc, res, out.Live, nil)
+			r.notSynced(wc, v1alpha1.ReasonOwnershipConflict, conflictMessage([]string{taken.ref}))
+			return ctrl.Result{RequeueAfter: conflictRequeue}, nil
+		}
 		r.notSynced(wc, v1alpha1.ReasonApplyFailed, err.Error())
 		return ctrl.Result{}, err
 	}
@@ -161,6 +173,7 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 	} else if p.Changed() {
 		wc.Status.DriftNotice = ""
 	}
+	r.taken.Delete(wc.UID)
 	r.setRungs(wc, res, out.Live, p.Retiring())
 	r.synced(wc, res, out.Live)
 	if err := r.setAccess(ctx, wc); err != nil {
@@ -178,7 +191,7 @@ func (r *WorkloadClassReconciler) finalize(ctx context.Context, wc *v1alpha1.Wor
 		return ctrl.Result{}, nil
 	}
 	original := wc.DeepCopy()
-	live, err := r.cluster().Children(ctx, wc)
+	live, err := r.cluster(wc).Children(ctx, wc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -222,6 +235,7 @@ func (r *WorkloadClassReconciler) finalize(ctx context.Context, wc *v1alpha1.Wor
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	forgetClass(wc.Name)
+	r.taken.Delete(wc.UID)
 	return ctrl.Result{}, nil
 }
 

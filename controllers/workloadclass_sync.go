@@ -2,14 +2,17 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/diff"
@@ -17,17 +20,26 @@ import (
 	"github.com/poolsmith/poolsmith/internal/plan"
 )
 
-// cluster is where the reconciler reads children: the cache, and the API server for
-// names the cache does not hold.
-func (r *WorkloadClassReconciler) cluster() observe.Cluster {
-	return observe.Cluster{Cached: r.Client, Direct: r.APIReader, NodeOverlays: r.NodeOverlays, Validator: r.Validator,
+// cluster is where the reconciler reads children for wc: the cache, and the API server
+// for names the cache does not hold. A plan that only creates asks nothing first (see
+// observe.Cluster.Lazy), unless the class already met a taken name: then its names are
+// checked by reads, so waiting for the name creates and rolls back nothing.
+func (r *WorkloadClassReconciler) cluster(wc *v1alpha1.WorkloadClass) observe.Cluster {
+	c := meta.FindStatusCondition(wc.Status.Conditions, v1alpha1.ConditionSynced)
+	// The status the cache holds may trail a conflict the last pass met: remember it too.
+	_, met := r.taken.Load(wc.UID)
+	conflicted := met || (c != nil && c.Reason == v1alpha1.ReasonOwnershipConflict)
+	return observe.Cluster{Cached: r.Client, Direct: r.APIReader, NodeOverlays: r.NodeOverlays, Validator: r.Validator, Lazy: !conflicted,
 		NoAccessPolicies: r.NoAccessPolicies, NoDefaultPolicies: r.NoDefaultPolicies}
 }
 
 // execute carries out a validated plan: the EC2NodeClass, then the NodePools, then the
 // overlays, then pruning. An update replaces the live object at the resourceVersion the
 // plan was computed from, so a concurrent write fails it rather than being overwritten.
-// On a failure part-way it names the children not yet written.
+// On a failure part-way it names the children not yet written. A plan that only creates
+// asked the API server nothing first: if a create meets a name the class does not
+// control, the children this pass created are deleted again, so the family is written
+// whole or not at all, and the conflict is returned.
 func (r *WorkloadClassReconciler) execute(ctx context.Context, wc *v1alpha1.WorkloadClass, p *plan.Plan) error {
 	for _, s := range p.Steps {
 		if s.Action == plan.Unchanged {
@@ -35,8 +47,16 @@ func (r *WorkloadClassReconciler) execute(ctx context.Context, wc *v1alpha1.Work
 		}
 	}
 	writes := p.Writes()
+	var created []client.Object
 	for i, s := range writes {
-		if err := r.write(ctx, wc, s); err != nil {
+		obj, err := r.write(ctx, wc, s)
+		if err != nil {
+			var taken *nameTaken
+			if errors.As(err, &taken) {
+				applies.WithLabelValues(s.Kind, "conflict").Inc()
+				r.rollBack(ctx, wc, created)
+				return err
+			}
 			applies.WithLabelValues(s.Kind, "failed").Inc()
 			var rest []string
 			for _, n := range writes[i+1:] {
@@ -48,35 +68,75 @@ func (r *WorkloadClassReconciler) execute(ctx context.Context, wc *v1alpha1.Work
 			}
 			return fmt.Errorf("%s", msg)
 		}
+		if s.Action == plan.Create && obj != nil {
+			created = append(created, obj)
+		}
 		applies.WithLabelValues(s.Kind, string(s.Action)).Inc()
 	}
 	return nil
 }
 
-// write sends one step and records its event.
-func (r *WorkloadClassReconciler) write(ctx context.Context, wc *v1alpha1.WorkloadClass, s plan.Step) error {
+// rollBack deletes the children a pass created before it met a taken name. They are
+// seconds old; Karpenter batches pending pods for longer than that before it launches.
+func (r *WorkloadClassReconciler) rollBack(ctx context.Context, wc *v1alpha1.WorkloadClass, created []client.Object) {
+	for i := len(created) - 1; i >= 0; i-- {
+		obj := created[i]
+		if err := r.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())}); client.IgnoreNotFound(err) != nil {
+			log.FromContext(ctx).Error(err, "rolling back a create", "object", obj.GetName())
+			continue
+		}
+		r.event(wc, obj, "Normal", "RolledBack", "Apply", "deleted %s %s again: a name of the family is taken, so none of it is written", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName())
+	}
+}
+
+// write sends one step and records its event; for a create it returns the object created
+// (nil when the class's own object already held the name).
+func (r *WorkloadClassReconciler) write(ctx context.Context, wc *v1alpha1.WorkloadClass, s plan.Step) (client.Object, error) {
 	owner := client.FieldOwner(FieldManager)
 	switch s.Action {
 	case plan.Create:
 		u := &unstructured.Unstructured{Object: s.Object}
 		if err := r.Create(ctx, u, owner); err != nil {
-			return err
+			if apierrors.IsAlreadyExists(err) {
+				return nil, r.ownershipCheck(ctx, wc, u, s)
+			}
+			return nil, err
 		}
 		r.event(wc, u, "Normal", "Applied", "Apply", "created %s", s.Ref())
+		return u, nil
 	case plan.Delete:
 		if err := r.Delete(ctx, s.LiveObject, client.Preconditions{UID: ptr.To(s.LiveObject.GetUID())}); client.IgnoreNotFound(err) != nil {
-			return err
+			return nil, err
 		}
 		r.event(wc, s.LiveObject, "Normal", "Pruned", "Delete", "deleted %s", s.Ref())
 	default:
 		u := &unstructured.Unstructured{Object: s.Object}
 		if err := r.Update(ctx, u, owner); err != nil {
 			if apierrors.IsNotFound(err) && s.Action == plan.Orphan {
-				return nil
+				return nil, nil
 			}
-			return err
+			return nil, err
 		}
 		r.updateEvent(wc, u, s)
+	}
+	return nil, nil
+}
+
+// nameTaken is a create that met an object the class does not control.
+type nameTaken struct{ ref string }
+
+func (e *nameTaken) Error() string { return e.ref + " exists and is not controlled by this class" }
+
+// ownershipCheck reads, once, the object a create met: the class's own (the cache had
+// not caught up) is fine; any other object is a conflict.
+func (r *WorkloadClassReconciler) ownershipCheck(ctx context.Context, wc *v1alpha1.WorkloadClass, want *unstructured.Unstructured, s plan.Step) error {
+	existing := &unstructured.Unstructured{}
+	existing.SetGroupVersionKind(want.GroupVersionKind())
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: s.Name}, existing); err != nil {
+		return fmt.Errorf("reading the existing %s: %w", s.Ref(), err)
+	}
+	if !metav1.IsControlledBy(existing, wc) {
+		return &nameTaken{ref: s.Ref()}
 	}
 	return nil
 }

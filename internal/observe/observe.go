@@ -42,6 +42,11 @@ type Cluster struct {
 	// Validator judges every write; nil means Karpenter's and Poolsmith's CRDs
 	// (validate.Default).
 	Validator plan.Validator
+	// Lazy skips asking the API server about rendered names the cache does not hold when
+	// the plan only creates: a create then meets AlreadyExists instead, which the executor
+	// turns into the ownership check. A plan that also changes or deletes existing
+	// children is always verified first, so a taken name stops it before any change.
+	Lazy bool
 }
 
 // Children lists the children the class controls.
@@ -233,17 +238,24 @@ func (c Cluster) Plan(ctx context.Context, wc *v1alpha1.WorkloadClass, baseline 
 	if len(res.NodeOverlays) > 0 && !c.NodeOverlays {
 		return nil, render.Errors{{Reason: v1alpha1.ReasonInvalidSpec, Field: "spec.weighting.nodeOverlays", Message: overlaysOff}}
 	}
-	foreign, err := c.lookup(ctx, wc, res, &live)
-	if err != nil {
-		return nil, err
-	}
 	crds, err := validate.Default()
 	if err != nil {
 		return nil, err
 	}
-	p, err := plan.Compute(plan.Input{Class: wc, Result: res, Live: live, Foreign: foreign}, crds)
+	in := plan.Input{Class: wc, Result: res, Live: live, Unverified: true}
+	p, err := plan.Compute(in, crds)
 	if err != nil {
 		return nil, err
+	}
+	if !c.Lazy || (p.Creates() && p.ChangesExisting()) {
+		if in.Foreign, err = c.lookup(ctx, wc, res, &in.Live); err != nil {
+			return nil, err
+		}
+		in.Unverified = false
+		if p, err = plan.Compute(in, crds); err != nil {
+			return nil, err
+		}
+		live = in.Live
 	}
 	var v plan.Validator = crds
 	if c.Validator != nil {

@@ -38,8 +38,10 @@ import (
 
 // Options configure the manager; the manager command's flags fill them.
 type Options struct {
-	MetricsAddr             string
-	ProbeAddr               string
+	MetricsAddr string
+	ProbeAddr   string
+	// PprofAddr serves net/http/pprof when set (e.g. 127.0.0.1:6060); off by default.
+	PprofAddr               string
 	LeaderElection          bool
 	LeaderElectionNamespace string
 	MaxConcurrentReconciles int
@@ -128,6 +130,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		Scheme:                  scheme.Scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.ProbeAddr,
+		PprofBindAddress:        opts.PprofAddr,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,

@@ -124,6 +124,16 @@ func (p *Plan) Writes() []Step {
 	return out
 }
 
+// Creates reports whether the plan creates a child.
+func (p *Plan) Creates() bool {
+	return slices.ContainsFunc(p.Steps, func(s Step) bool { return s.Action == Create })
+}
+
+// ChangesExisting reports whether the plan writes to a child that exists.
+func (p *Plan) ChangesExisting() bool {
+	return slices.ContainsFunc(p.Steps, func(s Step) bool { return s.Action.Writes() && s.Action != Create })
+}
+
 // Changed reports whether carrying out the plan writes anything.
 func (p *Plan) Changed() bool { return len(p.Writes()) > 0 }
 
