@@ -2,6 +2,7 @@ package operator_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,8 +26,8 @@ import (
 // rules are still written and enforced, and the class says defaults are unavailable. Then
 // the manager runs with --access-policies=false and says the feature is off.
 func TestAccessOnAControlPlaneWithoutMutatingAdmissionPolicy(t *testing.T) {
-	env, err := testenv.Start(testenv.WithAPIServerFlag("runtime-config",
-		"admissionregistration.k8s.io/v1/mutatingadmissionpolicies=false,admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings=false"))
+	env, err := testenv.Start(testenv.WithAPIServerFlag("feature-gates", "MutatingAdmissionPolicy=false"),
+		testenv.WithAPIServerFlag("runtime-config", "admissionregistration.k8s.io/v1/mutatingadmissionpolicies=false,admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings=false"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,6 +54,20 @@ func TestAccessOnAControlPlaneWithoutMutatingAdmissionPolicy(t *testing.T) {
 	waitAccess(t, c, v1alpha1.ReasonDefaultsUnavailable)
 	if err := c.Get(ctx, client.ObjectKey{Name: render.AccessPolicyName("gpu")}, &admissionv1.ValidatingAdmissionPolicy{}); err != nil {
 		t.Fatalf("the access policy was not written: %v", err)
+	}
+	// And it is enforced.
+	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web"}}))
+	must(t, c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "web"}}))
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "p"}, Spec: corev1.PodSpec{
+		Containers:   []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
+		NodeSelector: map[string]string{v1alpha1.LabelClass: "gpu"},
+	}}
+	var refused error
+	for deadline := time.Now().Add(15 * time.Second); refused == nil && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		refused = c.Create(ctx, pod.DeepCopy(), client.DryRunAll)
+	}
+	if refused == nil || !strings.Contains(refused.Error(), "could run on WorkloadClass gpu") {
+		t.Fatalf("a pod of namespace web selecting gpu: %v", refused)
 	}
 	stop()
 
