@@ -106,6 +106,9 @@ func Run(ctx context.Context, out io.Writer, opts Options) error {
 		return err
 	}
 	fmt.Fprintln(out, "\nReady stays Unknown (AwaitingKarpenter): no Karpenter runs on this control plane to report on the children.")
+	if err := showAccess(ctx, out, env.Client, mgrErr, opts.Timeout); err != nil {
+		return err
+	}
 
 	if !opts.Hold {
 		return nil

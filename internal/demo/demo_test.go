@@ -21,6 +21,9 @@ func TestDemo(t *testing.T) {
 		"All classes Synced",
 		"WORKLOADCLASS", "NODEPOOL",
 		"gpu-on-demand-amd64-g6", "ci-spot-amd64", "general-spot-arm64", "analytics-on-demand-amd64",
+		"pod ml/trainer selecting the class: admitted",
+		"pod web/trainer selecting the class: refused",
+		"Pod trainer in namespace web could run on WorkloadClass gpu-ml",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
