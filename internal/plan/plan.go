@@ -419,8 +419,9 @@ func pruneSteps(in Input) ([]Step, error) {
 			steps = append(steps, Step{Action: Delete, Kind: KindNodeOverlay, Name: name, LiveObject: ov})
 		}
 	}
-	// Policies hold no nodes either: one no longer rendered (the access rule removed, the
-	// feature turned off) is deleted under every policy, or it would go on enforcing.
+	// Policies hold no nodes either: one no longer rendered (the access rule removed) is
+	// deleted under every prune policy, or it would go on enforcing. With
+	// --access-policies=false they are not listed at all, so not pruned (see the README).
 	wantedPolicies := map[string]bool{}
 	for _, pol := range in.Result.Policies {
 		wantedPolicies[KindOf(pol)+"/"+pol.GetName()] = true
