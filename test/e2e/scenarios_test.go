@@ -1,0 +1,253 @@
+package e2e_test
+
+import (
+	"strings"
+	"time"
+
+	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/manifest"
+)
+
+var _ = Describe("Every sample class", func() {
+	It("is Ready: Karpenter reports its EC2NodeClass and every rung Ready", func() {
+		objs, err := manifest.Load([]string{"../../config/samples"}, nil)
+		Expect(err).NotTo(HaveOccurred())
+		var classes []string
+		var applied []client.Object
+		for _, o := range objs {
+			Expect(cluster.Client.Patch(ctx, o.Unstructured, client.Apply, client.FieldOwner("e2e"), client.ForceOwnership)).To(Succeed(), o.Where())
+			applied = append(applied, o.Unstructured)
+			if o.GetKind() == "WorkloadClass" {
+				classes = append(classes, o.GetName())
+			}
+		}
+		DeferCleanup(func() {
+			for i := len(applied) - 1; i >= 0; i-- {
+				remove(applied[i])
+			}
+		})
+		Expect(classes).To(HaveLen(4))
+		for _, name := range classes {
+			expectClassReady(name)
+
+			nc := &awsv1.EC2NodeClass{}
+			Expect(cluster.Client.Get(ctx, client.ObjectKey{Name: name}, nc)).To(Succeed())
+			Expect(nc.StatusConditions().Root().IsTrue()).To(BeTrue(), "EC2NodeClass %s", name)
+			Expect(nc.Status.Subnets).To(HaveLen(3), "EC2NodeClass %s resolved the seeded subnets", name)
+			Expect(nc.Status.AMIs).NotTo(BeEmpty(), "EC2NodeClass %s resolved AMIs", name)
+
+			pools := &karpv1.NodePoolList{}
+			Expect(cluster.Client.List(ctx, pools, client.MatchingLabels{labelClass: name})).To(Succeed())
+			Expect(pools.Items).To(HaveLen(4), "class %s has 4 rungs", name)
+			for _, np := range pools.Items {
+				Expect(np.StatusConditions().Root().IsTrue()).To(BeTrue(), "NodePool %s is Ready by Karpenter", np.Name)
+			}
+		}
+	})
+})
+
+var _ = Describe("A Baseline whose subnets select nothing", func() {
+	It("makes the class Ready=False NodeClassNotReady with Karpenter's message", func() {
+		create(baseline("nowhere", "nowhere"), workloadClass("unplaced", func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.BaselineRef.Name = "nowhere"
+		}))
+		Eventually(classCondition("unplaced", v1alpha1.ConditionReady)).Should(And(
+			HaveField("Status", metav1.ConditionFalse),
+			HaveField("Reason", v1alpha1.ReasonNodeClassNotReady),
+			HaveField("Message", And(ContainSubstring("unplaced"), ContainSubstring("SubnetsReady")))))
+	})
+})
+
+var _ = Describe("Pending pods", func() {
+	It("land on the class's top rung, with its capacity type, architecture and family", func() {
+		wc := workloadClass("top")
+		create(wc)
+		expectClassReady("top")
+		create(deployment("top", "top", 3, "1"))
+		running := expectRunning("top", 3)
+
+		claims := nodeClaims("top")
+		Expect(claims).NotTo(BeEmpty())
+		for _, nc := range claims {
+			Expect(nc.Labels).To(HaveKeyWithValue(labelRung, "top-spot-arm64"), describe(claims))
+			Expect(nc.Labels).To(HaveKeyWithValue(karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeSpot))
+			Expect(nc.Labels).To(HaveKeyWithValue(corev1.LabelArchStable, "arm64"))
+			Expect(nc.Labels).To(HaveKeyWithValue(awsv1.LabelInstanceCategory, BeElementOf("c", "m")))
+			Expect(nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue()).To(BeTrue(), "NodeClaim %s initialized", nc.Name)
+		}
+		nodes := map[string]bool{}
+		for _, nc := range claims {
+			nodes[nc.Status.NodeName] = true
+		}
+		for _, p := range running {
+			Expect(nodes).To(HaveKey(p.Spec.NodeName), "pod %s runs on a node of the top rung", p.Name)
+		}
+		AddReportEntry("top rung", describe(claims))
+
+		By("deleting the class: its NodePools go first, Karpenter drains their nodes, then the EC2NodeClass goes")
+		remove(wc)
+		Expect(allNodeClaims("top")).To(BeEmpty())
+		pools := &karpv1.NodePoolList{}
+		Expect(cluster.Client.List(ctx, pools, client.MatchingLabels{labelClass: "top"})).To(Succeed())
+		Expect(pools.Items).To(BeEmpty())
+		Expect(apierrors.IsNotFound(cluster.Client.Get(ctx, client.ObjectKey{Name: "top"}, &awsv1.EC2NodeClass{}))).To(BeTrue())
+	})
+})
+
+var _ = Describe("Spot capacity switched off for the top rung", func() {
+	It("makes Karpenter fall down the ladder to the next rung", func() {
+		// r7g only here, so Karpenter's memory of the failed offerings (3 minutes)
+		// touches no other scenario.
+		types := []string{"r7g.large", "r7g.xlarge", "r7g.2xlarge"}
+		cluster.Cloud.SetAvailable(false, karpv1.CapacityTypeSpot, types)
+		DeferCleanup(func() { cluster.Cloud.SetAvailable(true, karpv1.CapacityTypeSpot, types) })
+		launchesBefore := len(cluster.Cloud.Launches())
+
+		create(workloadClass("fallback", func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.Architectures = []v1alpha1.Architecture{v1alpha1.ArchitectureARM64}
+			wc.Spec.Instances = &v1alpha1.InstanceShape{Families: []string{"r7g"}}
+		}))
+		expectClassReady("fallback")
+		create(deployment("fallback", "fallback", 2, "1"))
+		expectRunning("fallback", 2)
+
+		claims := nodeClaims("fallback")
+		Expect(rungsOf(claims)).To(Equal(map[string]int{"fallback-on-demand-arm64": len(claims)}), describe(claims))
+		var triedSpot bool
+		for _, l := range cluster.Cloud.Launches()[launchesBefore:] {
+			if l.Tags[karpv1.NodePoolLabelKey] == "fallback-spot-arm64" {
+				Expect(l.Chosen.InstanceType).To(BeEmpty(), "no spot r7g may launch")
+				Expect(l.Dropped).NotTo(BeEmpty())
+				triedSpot = true
+			}
+		}
+		Expect(triedSpot).To(BeTrue(), "Karpenter tried the top rung (spot) first")
+	})
+})
+
+var _ = Describe("Class-wide limits", func() {
+	It("keep pods beyond spec.limits pending, within the documented overshoot", func() {
+		create(workloadClass("limited", func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.CapacityTypes = []v1alpha1.CapacityType{v1alpha1.CapacityTypeOnDemand}
+			wc.Spec.Instances = &v1alpha1.InstanceShape{Categories: []string{"c"}, MinGeneration: ptr32(6)}
+			wc.Spec.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
+		}))
+		expectClassReady("limited")
+		create(deployment("limited", "limited", 10, "1"))
+
+		// Two rungs; each may launch up to the class limit before it sees the other's usage.
+		const limit, rungs = 4, 2
+		cpu := func() int64 {
+			var total int64
+			for _, nc := range nodeClaims("limited") {
+				total += nc.Status.Capacity.Cpu().Value()
+			}
+			return total
+		}
+		Eventually(func(g Gomega) {
+			running := 0
+			for _, p := range pods("limited") {
+				if p.Status.Phase == corev1.PodRunning {
+					running++
+				}
+			}
+			g.Expect(running).To(BeNumerically(">", 0))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(cpu()).To(BeNumerically("<=", limit*rungs))
+			pending := 0
+			for _, p := range pods("limited") {
+				if p.Spec.NodeName == "" {
+					pending++
+				}
+			}
+			g.Expect(pending).To(BeNumerically(">", 0), "pods beyond the limit stay pending")
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		AddReportEntry("limits", "class cpu limit 4, nodes' cpu "+resource.NewQuantity(cpu(), resource.DecimalSI).String()+"\n"+describe(nodeClaims("limited")))
+	})
+})
+
+var _ = Describe("Pruning a rung", func() {
+	ladder := func(name string, policy v1alpha1.PrunePolicy) *v1alpha1.WorkloadClass {
+		return workloadClass(name, func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.CapacityTypes = []v1alpha1.CapacityType{v1alpha1.CapacityTypeOnDemand}
+			wc.Spec.Instances = &v1alpha1.InstanceShape{Categories: []string{"c"}, MinGeneration: ptr32(6)}
+			wc.Spec.PrunePolicy = policy
+		})
+	}
+	dropArm64 := func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Architectures = []v1alpha1.Architecture{v1alpha1.ArchitectureAMD64}
+	}
+
+	It("Retire keeps the rung's nodes until Karpenter drains them, then deletes the NodePool", func() {
+		wc := ladder("retire", v1alpha1.PruneRetire)
+		create(wc)
+		expectClassReady("retire")
+		create(deployment("retire", "retire", 2, "1"))
+		expectRunning("retire", 2)
+		Expect(rungsOf(nodeClaims("retire"))).To(HaveKey("retire-on-demand-arm64"))
+		// Retire deletes a rung once Karpenter counts no nodes on it (status.nodes), a count
+		// Karpenter refreshes every 5 seconds: wait for it to count this rung's node, or the
+		// rung is deleted at once (a race Poolsmith does not guard against).
+		Eventually(func(g Gomega) {
+			np := &karpv1.NodePool{}
+			g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Name: "retire-on-demand-arm64"}, np)).To(Succeed())
+			g.Expect(np.Status.Nodes).To(HaveValue(BeNumerically(">", 0)))
+		}).Should(Succeed())
+
+		update(wc, dropArm64)
+		retired := &karpv1.NodePool{}
+		Eventually(func(g Gomega) {
+			g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Name: "retire-on-demand-arm64"}, retired)).To(Succeed())
+			g.Expect(retired.Spec.Limits).To(HaveKey(corev1.ResourceCPU))
+			cpu := retired.Spec.Limits[corev1.ResourceCPU]
+			g.Expect(cpu.IsZero()).To(BeTrue(), "retired rung's cpu limit is zero: %v", retired.Spec.Limits)
+		}).Should(Succeed())
+		Consistently(func() map[string]int { return rungsOf(nodeClaims("retire")) }).WithTimeout(10*time.Second).
+			Should(HaveKey("retire-on-demand-arm64"), "a retired rung keeps its nodes")
+
+		By("draining the retired rung's nodes through Karpenter")
+		for _, nc := range nodeClaims("retire") {
+			if nc.Labels[labelRung] == "retire-on-demand-arm64" {
+				Expect(cluster.Client.Delete(ctx, &nc)).To(Succeed())
+			}
+		}
+		Eventually(func() bool {
+			return apierrors.IsNotFound(cluster.Client.Get(ctx, client.ObjectKey{Name: "retire-on-demand-arm64"}, &karpv1.NodePool{}))
+		}).WithTimeout(3*time.Minute).Should(BeTrue(), "the retired NodePool is deleted once it has no nodes")
+		expectRunning("retire", 2)
+		Expect(rungsOf(nodeClaims("retire"))).To(Equal(map[string]int{"retire-on-demand-amd64": len(nodeClaims("retire"))}))
+	})
+
+	It("Delete deletes the NodePool at once and Karpenter drains its nodes", func() {
+		wc := ladder("prune", v1alpha1.PruneDelete)
+		create(wc)
+		expectClassReady("prune")
+		create(deployment("prune", "prune", 2, "1"))
+		expectRunning("prune", 2)
+		Expect(rungsOf(nodeClaims("prune"))).To(HaveKey("prune-on-demand-arm64"))
+
+		update(wc, dropArm64)
+		Eventually(func() bool {
+			return apierrors.IsNotFound(cluster.Client.Get(ctx, client.ObjectKey{Name: "prune-on-demand-arm64"}, &karpv1.NodePool{}))
+		}).Should(BeTrue())
+		Eventually(func() map[string]int { return rungsOf(allNodeClaims("prune")) }).WithTimeout(3*time.Minute).
+			ShouldNot(HaveKey("prune-on-demand-arm64"), "Karpenter drained the deleted rung's nodes")
+		expectRunning("prune", 2)
+		Expect(rungsOf(nodeClaims("prune"))).To(Equal(map[string]int{"prune-on-demand-amd64": len(nodeClaims("prune"))}))
+	})
+})
+
+func ptr32(v int32) *int32 { return &v }
+
+var _ = strings.TrimSpace
