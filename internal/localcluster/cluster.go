@@ -137,8 +137,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	for _, p := range []*process{
 		{name: "kube-scheduler", args: []string{"--kubeconfig=" + c.Kubeconfig, "--leader-elect=false", "--secure-port=0", "-v=1"}},
 		{name: "kube-controller-manager", args: []string{"--kubeconfig=" + c.Kubeconfig, "--leader-elect=false", "--secure-port=0",
-			// Not nodelifecycle: it would mark the kubelet-less nodes unreachable.
-			"--controllers=garbagecollector,replicaset,deployment,disruption", "-v=1"}},
+			// Not nodelifecycle: it would mark the kubelet-less nodes unreachable. The job
+			// controller runs the sample training Job.
+			"--controllers=garbagecollector,replicaset,deployment,disruption,job", "-v=1"}},
 	} {
 		if err := p.start(runCtx, opts.LogDir); err != nil {
 			return c, err

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e_test
 
 import (
@@ -24,7 +26,7 @@ import (
 )
 
 const (
-	labelRung  = "poolsmith.dev/rung"
+	labelRung  = v1alpha1.LabelRung
 	labelClass = v1alpha1.LabelClass
 	labelApp   = "app"
 	namespace  = "default"
