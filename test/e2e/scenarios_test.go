@@ -3,18 +3,23 @@
 package e2e_test
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/manifest"
@@ -252,4 +257,138 @@ var _ = Describe("Pruning a rung", func() {
 
 func ptr32(v int32) *int32 { return &v }
 
-var _ = strings.TrimSpace
+var _ = Describe("A Baseline tag change", func() {
+	It("drifts the class's nodes and Karpenter replaces them, as status.driftNotice predicted", func() {
+		base := baseline("drift", "prod")
+		create(base, workloadClass("drift", func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.BaselineRef.Name = "drift"
+			wc.Spec.CapacityTypes = []v1alpha1.CapacityType{v1alpha1.CapacityTypeOnDemand}
+			wc.Spec.Architectures = []v1alpha1.Architecture{v1alpha1.ArchitectureAMD64}
+		}))
+		expectClassReady("drift")
+		create(deployment("drift", "drift", 2, "1"))
+		expectRunning("drift", 2)
+		before, instances := map[string]bool{}, map[string]bool{}
+		for _, nc := range nodeClaims("drift") {
+			before[nc.Name] = true
+			instances[nc.Status.ProviderID[strings.LastIndex(nc.Status.ProviderID, "/")+1:]] = true
+		}
+
+		update(base, func(b *v1alpha1.Baseline) { b.Spec.NodeClass.Tags["release"] = "2" })
+		Eventually(func(g Gomega) {
+			wc := &v1alpha1.WorkloadClass{}
+			g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Name: "drift"}, wc)).To(Succeed())
+			g.Expect(wc.Status.DriftNotice).To(ContainSubstring("will drift"))
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			claims := nodeClaims("drift")
+			g.Expect(claims).NotTo(BeEmpty())
+			for _, nc := range claims {
+				g.Expect(before).NotTo(HaveKey(nc.Name), "NodeClaim %s predates the tag change", nc.Name)
+			}
+			g.Expect(allNodeClaims("drift")).To(HaveLen(len(claims)), "the drifted NodeClaims are gone")
+		}).WithTimeout(4 * time.Minute).Should(Succeed())
+		expectRunning("drift", 2)
+		replacements := 0
+		for _, l := range cluster.Cloud.Launches() {
+			if l.Tags[karpv1.NodePoolLabelKey] == "drift-on-demand-amd64" && l.InstanceID != "" && !instances[l.InstanceID] {
+				Expect(l.Tags).To(HaveKeyWithValue("release", "2"), "replacement instance %s carries the new tag", l.InstanceID)
+				replacements++
+			}
+		}
+		Expect(replacements).To(BeNumerically(">", 0))
+		Expect(disruptions("drifted", "drift-on-demand-amd64")).To(BeNumerically(">=", 1), "Karpenter disrupted the nodes as drifted")
+	})
+})
+
+var _ = Describe("A fallback rung with fallbackExpireAfter", func() {
+	It("has its nodes expired by Karpenter once spot is back, and the pods return to the preferred rung", func() {
+		// m7g only, so the failed offerings touch no other scenario's launches.
+		types := []string{"m7g.large", "m7g.xlarge", "m7g.2xlarge"}
+		cluster.Cloud.SetAvailable(false, karpv1.CapacityTypeSpot, types)
+		DeferCleanup(func() { cluster.Cloud.SetAvailable(true, karpv1.CapacityTypeSpot, types) })
+		failedAt := time.Now()
+
+		create(workloadClass("return", func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.Architectures = []v1alpha1.Architecture{v1alpha1.ArchitectureARM64}
+			wc.Spec.Instances = &v1alpha1.InstanceShape{Families: []string{"m7g"}}
+			// Past Karpenter's 3-minute memory of the failed spot offerings, so the first
+			// expiry already finds spot again. Consolidation is off (the Baseline's
+			// consolidateAfter: Never): only expiry can move these nodes.
+			wc.Spec.FallbackExpireAfter = ptr.To(karpv1.MustParseNillableDuration("200s"))
+		}))
+		expectClassReady("return")
+		np := &karpv1.NodePool{}
+		Expect(cluster.Client.Get(ctx, client.ObjectKey{Name: "return-on-demand-arm64"}, np)).To(Succeed())
+		Expect(np.Spec.Template.Spec.ExpireAfter.String()).To(Equal("3m20s"), "the fallback rung carries fallbackExpireAfter")
+		create(deployment("return", "return", 2, "1"))
+		expectRunning("return", 2)
+		fallback := nodeClaims("return")
+		Expect(rungsOf(fallback)).To(Equal(map[string]int{"return-on-demand-arm64": len(fallback)}), describe(fallback))
+
+		cluster.Cloud.SetAvailable(true, karpv1.CapacityTypeSpot, types)
+		Eventually(func(g Gomega) {
+			claims := nodeClaims("return")
+			g.Expect(rungsOf(claims)).To(Equal(map[string]int{"return-spot-arm64": len(claims)}), describe(claims))
+			g.Expect(allNodeClaims("return")).To(HaveLen(len(claims)), "the fallback NodeClaims are gone")
+		}).WithTimeout(6 * time.Minute).WithPolling(5 * time.Second).Should(Succeed())
+		expectRunning("return", 2)
+		Expect(disruptions("expired", "return-on-demand-arm64")).To(BeNumerically(">=", 1), "Karpenter disrupted the fallback nodes as expired")
+		Expect(disruptions("underutilized", "return-on-demand-arm64")+disruptions("empty", "return-on-demand-arm64")).To(BeZero(), "consolidation moved nothing")
+		AddReportEntry("fallback return", "back on the preferred rung "+time.Since(failedAt).Round(time.Second).String()+" after spot failed\n"+describe(nodeClaims("return")))
+	})
+})
+
+var _ = Describe("Consistency Family", func() {
+	It("lands a zone-spread Deployment on one family, beside Karpenter's single diverse NodePool", func() {
+		create(workloadClass("salad", func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.CapacityTypes = []v1alpha1.CapacityType{v1alpha1.CapacityTypeSpot}
+			wc.Spec.Consistency = v1alpha1.ConsistencyFamily
+			wc.Spec.Instances = &v1alpha1.InstanceShape{Families: []string{"c7g", "r7g", "c7i", "r7i"}}
+		}))
+		expectClassReady("salad")
+
+		// Karpenter's documented general-purpose NodePool (config/samples/compare), on an
+		// EC2NodeClass with the test Baseline's settings, reached through a label of its own.
+		objs, err := manifest.Load([]string{"../../config/samples/compare/karpenter-general-purpose.yaml"}, nil)
+		Expect(err).NotTo(HaveOccurred())
+		diverse := objs[0].Unstructured
+		Expect(unstructured.SetNestedField(diverse.Object, "diverse", "spec", "template", "spec", "nodeClassRef", "name")).To(Succeed())
+		Expect(unstructured.SetNestedStringMap(diverse.Object, map[string]string{"e2e.poolsmith.dev/pool": "diverse"}, "spec", "template", "metadata", "labels")).To(Succeed())
+		diverseClass := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "diverse"}, Spec: baseline("", "prod").Spec.NodeClass}
+		create(diverseClass, diverse)
+
+		spread := func(d *appsv1.Deployment, selector map[string]string) *appsv1.Deployment {
+			d.Spec.Template.Spec.NodeSelector = selector
+			d.Spec.Template.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+				MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
+				LabelSelector: &metav1.LabelSelector{MatchLabels: d.Spec.Selector.MatchLabels},
+			}}
+			return d
+		}
+		create(spread(deployment("web-family", "salad", 5, "1500m"), map[string]string{labelClass: "salad"}),
+			spread(deployment("web-diverse", "", 5, "1500m"), map[string]string{"e2e.poolsmith.dev/pool": "diverse"}))
+		expectRunning("web-family", 5)
+		expectRunning("web-diverse", 5)
+
+		family := nodeClaims("salad")
+		list := &karpv1.NodeClaimList{}
+		Expect(cluster.Client.List(ctx, list, client.MatchingLabels{karpv1.NodePoolLabelKey: "general-purpose"})).To(Succeed())
+		count := func(claims []karpv1.NodeClaim, key string) int {
+			seen := map[string]bool{}
+			for _, nc := range claims {
+				seen[nc.Labels[key]] = true
+			}
+			return len(seen)
+		}
+		zones := count(family, corev1.LabelTopologyZone)
+		Expect(zones).To(Equal(3), describe(family))
+		Expect(count(family, awsv1.LabelInstanceFamily)).To(Equal(1), "one family for the class:\n%s", describe(family))
+		Expect(rungsOf(family)).To(Equal(map[string]int{"salad-spot-arm64-c7g": len(family)}))
+		AddReportEntry("node salad", fmt.Sprintf("5 zone-spread replicas of 1500m/512Mi\n%-26s %6s %6s %8s\n%-26s %6d %6d %8d\n%-26s %6d %6d %8d",
+			"", "nodes", "types", "families",
+			"consistency: Family", len(family), count(family, corev1.LabelInstanceTypeStable), count(family, awsv1.LabelInstanceFamily),
+			"one diverse NodePool", len(list.Items), count(list.Items, corev1.LabelInstanceTypeStable), count(list.Items, awsv1.LabelInstanceFamily))+
+			"\n"+describe(family)+"\n"+describe(list.Items))
+	})
+})
