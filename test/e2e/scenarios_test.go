@@ -27,22 +27,7 @@ import (
 
 var _ = Describe("Every sample class", func() {
 	It("is Ready: Karpenter reports its EC2NodeClass and every rung Ready", func() {
-		objs, err := manifest.Load([]string{"../../config/samples"}, nil)
-		Expect(err).NotTo(HaveOccurred())
-		var classes []string
-		var applied []client.Object
-		for _, o := range objs {
-			Expect(cluster.Client.Patch(ctx, o.Unstructured, client.Apply, client.FieldOwner("e2e"), client.ForceOwnership)).To(Succeed(), o.Where())
-			applied = append(applied, o.Unstructured)
-			if o.GetKind() == "WorkloadClass" {
-				classes = append(classes, o.GetName())
-			}
-		}
-		DeferCleanup(func() {
-			for i := len(applied) - 1; i >= 0; i-- {
-				remove(applied[i])
-			}
-		})
+		classes := applySamples()
 		Expect(classes).To(HaveLen(4))
 		for _, name := range classes {
 			expectClassReady(name)
