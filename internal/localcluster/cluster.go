@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -84,8 +82,8 @@ type Cluster struct {
 var started sync.Once
 
 // Start starts the control plane, kube-scheduler, kube-controller-manager, Karpenter on
-// the simulated account, the kubelet stand-in and Poolsmith's manager. It may be called
-// once per process.
+// the simulated account, the kubelet stand-in and Poolsmith's manager, which run until
+// ctx is done or Stop is called. It may be called once per process.
 func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	first := false
 	started.Do(func() { first = true })
@@ -119,7 +117,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
+	runCtx, cancel := context.WithCancel(ctx)
 	c = &Cluster{Env: env, Client: env.Client, Config: env.Config, Cloud: cloud, LogDir: opts.LogDir, cancel: cancel, mgrErr: make(chan error, 1)}
 	defer func() {
 		if err != nil {
@@ -189,12 +187,6 @@ func (c *Cluster) Stop() error {
 	}
 	return err
 }
-
-// Log is where the cluster's components log; use it for test output.
-func (c *Cluster) Log() io.Writer { return c.logFile }
-
-// Logger is a logger writing to the cluster's log.
-func (c *Cluster) Logger() logr.Logger { return zap.New(zap.WriteTo(c.logFile)) }
 
 func writeKubeconfig(env *envtest.Environment, dir string) (string, error) {
 	user, err := env.AddUser(envtest.User{Name: "local-admin", Groups: []string{"system:masters"}}, nil)
