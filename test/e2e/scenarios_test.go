@@ -3,7 +3,9 @@
 package e2e_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/manifest"
 )
 
@@ -375,5 +378,77 @@ var _ = Describe("Consistency Family", func() {
 			"consistency: Family", len(family), count(family, corev1.LabelInstanceTypeStable), count(family, awsv1.LabelInstanceFamily),
 			"one diverse NodePool", len(list.Items), count(list.Items, corev1.LabelInstanceTypeStable), count(list.Items, awsv1.LabelInstanceFamily))+
 			"\n"+describe(family)+"\n"+describe(list.Items))
+	})
+})
+
+var _ = Describe("A weight change from new spot signals", func() {
+	It("reorders where new NodeClaims go and replaces no existing node", func() {
+		wc := workloadClass("reorder", func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.CapacityTypes = []v1alpha1.CapacityType{v1alpha1.CapacityTypeSpot}
+			wc.Spec.Instances = &v1alpha1.InstanceShape{Categories: []string{"c"}, MinGeneration: ptr32(6)}
+			wc.Spec.Weighting = &v1alpha1.Weighting{Strategy: v1alpha1.WeightingCost}
+		})
+		create(wc)
+		expectClassReady("reorder")
+		weights := func(g Gomega) map[string]int32 {
+			out := map[string]int32{}
+			for _, arch := range []string{"arm64", "amd64"} {
+				np := &karpv1.NodePool{}
+				g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Name: "reorder-spot-" + arch}, np)).To(Succeed())
+				out[arch] = *np.Spec.Weight
+			}
+			return out
+		}
+		w := weights(Default)
+		top, other := "arm64", "amd64"
+		if w["amd64"] > w["arm64"] {
+			top, other = other, top
+		}
+		d := deployment("reorder", "reorder", 2, "1")
+		create(d)
+		expectRunning("reorder", 2)
+		before := nodeClaims("reorder")
+		Expect(rungsOf(before)).To(Equal(map[string]int{"reorder-spot-" + top: len(before)}), describe(before))
+
+		By("publishing spot prices that make the top rung's types the dearest")
+		cat, err := catalog.Load()
+		Expect(err).NotTo(HaveOccurred())
+		prices := map[string]map[string]float64{}
+		for name, t := range cat.Types {
+			if t.Category == "c" && t.Arch == top {
+				prices[name] = map[string]float64{"spot": 9.99}
+			}
+		}
+		pricesJSON, err := json.Marshal(prices)
+		Expect(err).NotTo(HaveOccurred())
+		feed, err := os.ReadFile("../../internal/signals/testdata/spot-advisor-data.json")
+		Expect(err).NotTo(HaveOccurred())
+		if err := cluster.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "poolsmith-system"}}); err != nil {
+			Expect(apierrors.IsAlreadyExists(err)).To(BeTrue(), err.Error())
+		}
+		create(&corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "poolsmith-system", Name: "poolsmith-signals",
+				Annotations: map[string]string{"poolsmith.dev/fetched-at": time.Now().UTC().Format(time.RFC3339)}},
+			Data: map[string]string{"spot-advisor-data.json": string(feed), "prices.json": string(pricesJSON)},
+		})
+		Eventually(classCondition("reorder", v1alpha1.ConditionSignalsCurrent)).Should(HaveField("Reason", v1alpha1.ReasonFresh))
+		Eventually(func(g Gomega) {
+			w := weights(g)
+			g.Expect(w[other]).To(BeNumerically(">", w[top]), "weights %v", w)
+		}).Should(Succeed())
+
+		update(d, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](4) })
+		expectRunning("reorder", 4)
+		after := nodeClaims("reorder")
+		Expect(rungsOf(after)).To(HaveKey("reorder-spot-"+other), "new NodeClaims go to the reweighted rung:\n%s", describe(after))
+		names := map[string]bool{}
+		for _, nc := range after {
+			names[nc.Name] = true
+			Expect(nc.StatusConditions().Get(karpv1.ConditionTypeDrifted).IsTrue()).To(BeFalse(), "NodeClaim %s drifted", nc.Name)
+		}
+		for _, nc := range before {
+			Expect(names).To(HaveKey(nc.Name), "NodeClaim %s was replaced", nc.Name)
+		}
+		AddReportEntry("weight reorder", describe(after))
 	})
 })
