@@ -27,8 +27,10 @@ import (
 // DefaultTypes are the instance types the simulated account offers: enough families,
 // sizes and architectures for every sample class to have types on every rung (general,
 // ci, analytics with at least 64 GiB, gpu with g6 and g5), and few enough that
-// Karpenter's scheduling stays fast on two cores.
+// Karpenter's scheduling stays fast on two cores. t4g (generation 4) is in no sample
+// class, so tests that switch its capacity off leave the samples' offerings alone.
 var DefaultTypes = []string{
+	"t4g.large", "t4g.xlarge",
 	"c6g.large", "c7g.large", "c7g.xlarge", "c7g.2xlarge", "m7g.large", "m7g.xlarge", "m7g.2xlarge",
 	"r7g.large", "r7g.xlarge", "r7g.2xlarge", "x2gd.xlarge",
 	"c6i.large", "c7i.large", "c7i.xlarge", "c7i.2xlarge", "m6i.large", "m7i.large", "m7i.xlarge", "m7i.2xlarge",

@@ -20,11 +20,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/fakeec2"
 	"github.com/poolsmith/poolsmith/internal/manifest"
 )
 
@@ -101,16 +103,16 @@ var _ = Describe("Pending pods", func() {
 
 var _ = Describe("Spot capacity switched off for the top rung", func() {
 	It("makes Karpenter fall down the ladder to the next rung", func() {
-		// r7g only here, so Karpenter's memory of the failed offerings (3 minutes)
+		// t4g only here, so Karpenter's memory of the failed offerings (3 minutes)
 		// touches no other scenario.
-		types := []string{"r7g.large", "r7g.xlarge", "r7g.2xlarge"}
+		types := []string{"t4g.large", "t4g.xlarge"}
 		cluster.Cloud.SetAvailable(false, karpv1.CapacityTypeSpot, types)
 		DeferCleanup(func() { cluster.Cloud.SetAvailable(true, karpv1.CapacityTypeSpot, types) })
 		launchesBefore := len(cluster.Cloud.Launches())
 
 		create(workloadClass("fallback", func(wc *v1alpha1.WorkloadClass) {
 			wc.Spec.Architectures = []v1alpha1.Architecture{v1alpha1.ArchitectureARM64}
-			wc.Spec.Instances = &v1alpha1.InstanceShape{Families: []string{"r7g"}}
+			wc.Spec.Instances = &v1alpha1.InstanceShape{Families: []string{"t4g"}}
 		}))
 		expectClassReady("fallback")
 		create(deployment("fallback", "fallback", 2, "1"))
@@ -121,7 +123,7 @@ var _ = Describe("Spot capacity switched off for the top rung", func() {
 		var triedSpot bool
 		for _, l := range cluster.Cloud.Launches()[launchesBefore:] {
 			if l.Tags[karpv1.NodePoolLabelKey] == "fallback-spot-arm64" {
-				Expect(l.Chosen.InstanceType).To(BeEmpty(), "no spot r7g may launch")
+				Expect(l.Chosen.InstanceType).To(BeEmpty(), "no spot t4g may launch")
 				Expect(l.Dropped).NotTo(BeEmpty())
 				triedSpot = true
 			}
@@ -291,7 +293,8 @@ var _ = Describe("A Baseline tag change", func() {
 
 var _ = Describe("A fallback rung with fallbackExpireAfter", func() {
 	It("has its nodes expired by Karpenter once spot is back, and the pods return to the preferred rung", func() {
-		// m7g only, so the failed offerings touch no other scenario's launches.
+		// m7g only. The failed offerings are forgotten before this scenario ends (it waits
+		// past the 3 minutes), so they touch no other scenario's launches.
 		types := []string{"m7g.large", "m7g.xlarge", "m7g.2xlarge"}
 		cluster.Cloud.SetAvailable(false, karpv1.CapacityTypeSpot, types)
 		DeferCleanup(func() { cluster.Cloud.SetAvailable(true, karpv1.CapacityTypeSpot, types) })
@@ -450,5 +453,68 @@ var _ = Describe("A weight change from new spot signals", func() {
 			Expect(names).To(HaveKey(nc.Name), "NodeClaim %s was replaced", nc.Name)
 		}
 		AddReportEntry("weight reorder", describe(after))
+	})
+})
+
+var _ = Describe("NodeOverlays", func() {
+	It("steer Karpenter's choice inside a spot rung, through the prioritized fleet", func() {
+		// Signals that put c6g.large, the cheapest spot type, in the >20% interruption
+		// bucket: its overlay raises it by 35% above c7g.large, in the <5% bucket.
+		raw, err := os.ReadFile("../../internal/signals/testdata/spot-advisor-data.json")
+		Expect(err).NotTo(HaveOccurred())
+		feed := map[string]any{}
+		Expect(json.Unmarshal(raw, &feed)).To(Succeed())
+		feed["spot_advisor"] = map[string]any{"us-east-1": map[string]any{"Linux": map[string]any{
+			"c6g.large": map[string]any{"s": 50, "r": 4}, "c7g.large": map[string]any{"s": 50, "r": 0},
+		}}}
+		raw, err = json.Marshal(feed)
+		Expect(err).NotTo(HaveOccurred())
+		if err := cluster.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "poolsmith-system"}}); err != nil {
+			Expect(apierrors.IsAlreadyExists(err)).To(BeTrue(), err.Error())
+		}
+		create(&corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "poolsmith-system", Name: "poolsmith-signals",
+				Annotations: map[string]string{"poolsmith.dev/fetched-at": time.Now().UTC().Format(time.RFC3339)}},
+			Data: map[string]string{"spot-advisor-data.json": string(raw)},
+		})
+		create(workloadClass("overlay", func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.CapacityTypes = []v1alpha1.CapacityType{v1alpha1.CapacityTypeSpot}
+			wc.Spec.Architectures = []v1alpha1.Architecture{v1alpha1.ArchitectureARM64}
+			wc.Spec.Instances = &v1alpha1.InstanceShape{Families: []string{"c6g", "c7g"}}
+			wc.Spec.Weighting = &v1alpha1.Weighting{Strategy: v1alpha1.WeightingCost, NodeOverlays: true}
+		}))
+		expectClassReady("overlay")
+		Eventually(func(g Gomega) {
+			ov := &karpv1alpha1.NodeOverlay{}
+			g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Name: "overlay-risk-over-20"}, ov)).To(Succeed())
+			g.Expect(ov.Spec.Requirements).To(ContainElement(HaveField("Values", ContainElement("c6g.large"))))
+			g.Expect(ov.StatusConditions().Root().IsTrue()).To(BeTrue(), "Karpenter reports the overlay Ready")
+		}).Should(Succeed())
+
+		launchesBefore := len(cluster.Cloud.Launches())
+		create(deployment("overlay", "overlay", 1, "500m"))
+		expectRunning("overlay", 1)
+		claims := nodeClaims("overlay")
+		Expect(claims).To(HaveLen(1))
+		Expect(claims[0].Annotations).To(HaveKeyWithValue(karpv1alpha1.PriceOverlayAppliedAnnotationKey, "true"))
+		Expect(claims[0].Labels).To(HaveKeyWithValue(corev1.LabelInstanceTypeStable, "c7g.large"), "the overlay made c6g.large dearer than c7g.large")
+
+		var launch *fakeec2.Launch
+		for _, l := range cluster.Cloud.Launches()[launchesBefore:] {
+			if l.Tags[karpv1.NodePoolLabelKey] == "overlay-spot-arm64" && l.InstanceID != "" {
+				launch = &l
+			}
+		}
+		Expect(launch).NotTo(BeNil())
+		Expect(launch.Prioritized).To(BeTrue(), "Karpenter asked for a prioritized fleet")
+		priority := map[string]float64{}
+		for _, o := range launch.Overrides {
+			if o.Priority != nil {
+				priority[o.InstanceType] = *o.Priority
+			}
+		}
+		Expect(priority["c6g.large"]).To(BeNumerically("~", 0.0272*1.35, 0.0005), "c6g.large's priority is its overlay-adjusted spot price")
+		Expect(priority["c7g.large"]).To(BeNumerically("~", 0.0348, 0.0005))
+		AddReportEntry("overlay", fmt.Sprintf("fleet priorities %v; launched %s", priority, launch.Chosen))
 	})
 })
