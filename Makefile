@@ -9,6 +9,7 @@ SHELL := /usr/bin/env bash -o pipefail
 
 BIN            := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen
+HELM           := $(BIN)/helm
 GINKGO         := $(BIN)/ginkgo
 CONTROLLER_TOOLS_VERSION := v0.23.0
 GINKGO_VERSION = $(shell GOTOOLCHAIN=$(GOTOOLCHAIN) go list -m -f '{{.Version}}' github.com/onsi/ginkgo/v2 2>/dev/null)
@@ -32,8 +33,9 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: controller-gen ## Generate CRDs and RBAC into config/.
+manifests: controller-gen ## Generate CRDs and RBAC into config/, and the chart's RBAC and CRDs from them.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	go run ./hack/chartgen
 
 .PHONY: generate
 generate: controller-gen ## Generate deepcopy methods for the API types.
@@ -60,8 +62,8 @@ verify: manifests generate catalog fmt ## Regenerate everything and fail if the 
 	@echo "verify: generated files are current"
 
 .PHONY: test
-test: manifests generate fmt vet envtest ## Run every test against a real kube-apiserver and etcd.
-	KUBEBUILDER_ASSETS="$$(hack/envtest.sh 2>/dev/null)" go test ./... $(TESTFLAGS)
+test: manifests generate fmt vet envtest helm ## Run every test against a real kube-apiserver and etcd.
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh 2>/dev/null)" HELM=$(HELM) go test ./... $(TESTFLAGS)
 
 .PHONY: e2e
 e2e: envtest ## Run the end-to-end suite: real Karpenter, scheduler and controller manager on a simulated EC2.
@@ -89,6 +91,15 @@ build: ## Build bin/poolsmith.
 demo: envtest ## Run Poolsmith, Karpenter and the samples on a local cluster and show what Karpenter launched.
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh 2>/dev/null)" go run ./hack/demo
 
+# The manager image. The Dockerfile is the source of truth; IMG's tag defaults to the
+# chart's appVersion, the tag the chart installs.
+IMG ?= ghcr.io/poolsmith/poolsmith:$(shell awk '/^appVersion:/ {gsub(/"/, "", $$2); print $$2}' charts/poolsmith/Chart.yaml)
+CONTAINER_TOOL ?= docker
+
+.PHONY: docker-build
+docker-build: ## Build the manager image IMG with CONTAINER_TOOL (docker or podman).
+	$(CONTAINER_TOOL) build -t $(IMG) .
+
 ##@ Tools
 
 .PHONY: envtest
@@ -99,6 +110,19 @@ envtest: ## Build kube-apiserver, etcd, kube-scheduler, kube-controller-manager 
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into bin/.
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+
+# Helm v3 from the Go module proxy (hack/helm is its own module, like hack/controlplane).
+# The ldflags are helm's own Makefile's: its version, and the Kubernetes version that
+# `helm template` and `helm lint` assume (from the client-go it is built with).
+.PHONY: helm
+helm: $(HELM) ## Build the helm CLI into bin/ from hack/helm (once).
+$(HELM): hack/helm/go.mod
+	cd hack/helm && helm=$$(go list -m -f '{{.Version}}' helm.sh/helm/v3) && \
+	  kminor=$$(go list -m -f '{{.Version}}' k8s.io/client-go | cut -d. -f2) && \
+	  go build -trimpath -o $(HELM) -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$$helm \
+	    -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$$kminor \
+	    -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$$kminor" \
+	  helm.sh/helm/v3/cmd/helm
 
 .PHONY: ginkgo
 ginkgo: $(GINKGO) ## Install the ginkgo CLI into bin/ (at go.mod's version).

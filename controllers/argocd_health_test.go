@@ -50,7 +50,7 @@ var _ = Describe("The Argo CD health check", func() {
 
 		wc := get(&v1alpha1.WorkloadClass{}, "argo")
 		wc.Spec.Weighting = &v1alpha1.Weighting{Ceiling: ptr.To[int32](1)} // two rungs need 2: InvalidSpec
-		Expect(env.Client.Update(ctx, wc)).To(Succeed())
+		updateClass(wc)
 		Eventually(healthStatus("argo")).Should(Equal("Degraded"))
 		Expect(health("argo")().Message).To(ContainSubstring("Synced=False (InvalidSpec): spec.weighting.ceiling: ceiling 1 leaves no room for 2 rungs"))
 	})

@@ -20,7 +20,7 @@ type BaselineReconciler struct {
 	client.Client
 }
 
-// +kubebuilder:rbac:groups=poolsmith.dev,resources=baselines/status,verbs=get;patch
+// +kubebuilder:rbac:groups=poolsmith.dev,resources=baselines/status,verbs=patch
 
 // Reconcile counts the classes that reference the Baseline.
 func (r *BaselineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -8,8 +8,10 @@ import (
 	"github.com/awslabs/operatorpkg/status"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -49,6 +51,22 @@ func create(objs ...client.Object) {
 	for _, o := range objs {
 		ExpectWithOffset(1, env.Client.Create(ctx, o)).To(Succeed())
 	}
+}
+
+// updateClass writes wc's spec and labels, retrying on the conflicts the controller's
+// status writes cause between a test's read and its write.
+func updateClass(wc *v1alpha1.WorkloadClass) {
+	spec, labels := wc.Spec.DeepCopy(), wc.Labels
+	ExpectWithOffset(1, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		err := env.Client.Update(ctx, wc)
+		if apierrors.IsConflict(err) {
+			if gerr := env.Client.Get(ctx, client.ObjectKeyFromObject(wc), wc); gerr != nil {
+				return gerr
+			}
+			wc.Spec, wc.Labels = *spec.DeepCopy(), labels
+		}
+		return err
+	})).To(Succeed())
 }
 
 func get[T client.Object](obj T, name string) T {

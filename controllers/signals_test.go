@@ -77,6 +77,27 @@ var _ = Describe("Spot signals", Ordered, func() {
 		Eventually(weightsOf(class)).Should(Equal("m7g=100 m7i=99"))
 	})
 
+	It("prices spot at on-demand x (1 - savings) from the advisor and names the source in status", func() {
+		cm := &corev1.ConfigMap{}
+		Expect(env.Client.Get(ctx, operator.DefaultSignalsConfigMap, cm)).To(Succeed())
+		// No overrides: m7i.large at 70% off is now cheaper per vCPU than m7g.large at 40% off.
+		cm.Data = map[string]string{signals.AdvisorKey: `{"ranges":[{"index":0,"label":"<5%"}],
+"spot_advisor":{"us-east-1":{"Linux":{"m7g.large":{"s":40,"r":0},"m7i.large":{"s":70,"r":0}}}}}`}
+		now := time.Now().UTC()
+		cm.Annotations[signals.FetchedAtAnnotation] = now.Format(time.RFC3339)
+		Expect(env.Client.Update(ctx, cm)).To(Succeed())
+		Eventually(weightsOf(class)).Should(Equal("m7g=99 m7i=100"))
+		advisor := "advisor " + now.Format(time.DateOnly)
+		Eventually(func() []string {
+			var sources []string
+			for _, r := range get(&v1alpha1.WorkloadClass{}, class).Status.NodePools {
+				sources = append(sources, r.PriceSources)
+			}
+			return sources
+		}).Should(Equal([]string{"spot: " + advisor + " (1)", "spot: " + advisor + " (1)"}))
+		Expect(get(&v1alpha1.WorkloadClass{}, class).Status.NodePools[0].Reason).To(ContainSubstring("spot (" + advisor + ")"))
+	})
+
 	It("falls back to the catalog and says so when the signals are stale", func() {
 		cm := &corev1.ConfigMap{}
 		Expect(env.Client.Get(ctx, operator.DefaultSignalsConfigMap, cm)).To(Succeed())

@@ -8,11 +8,15 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/poolsmith/poolsmith/internal/operator"
 	"github.com/poolsmith/poolsmith/internal/testenv"
+	"github.com/poolsmith/poolsmith/internal/validate"
 )
 
 var (
@@ -49,7 +53,10 @@ var _ = AfterSuite(func() {
 // startManager runs the same manager `poolsmith manager` runs, leader election off.
 func startManager() {
 	mgrCtx, cancel := context.WithCancel(ctx)
-	mgr, err := operator.New(mgrCtx, env.Config, operator.Options{MetricsAddr: "0", ProbeAddr: "0", MaxConcurrentReconciles: 4, SkipNameValidation: true, NodeOverlays: true})
+	crds, err := validate.Default()
+	Expect(err).NotTo(HaveOccurred())
+	mgr, err := operator.New(mgrCtx, env.Config, operator.Options{MetricsAddr: "0", ProbeAddr: "0", MaxConcurrentReconciles: 4, SkipNameValidation: true, NodeOverlays: true,
+		Validator: refusing{crds}})
 	Expect(err).NotTo(HaveOccurred())
 	stopMgr, mgrDone = cancel, make(chan struct{})
 	go func() {
@@ -57,6 +64,40 @@ func startManager() {
 		defer close(mgrDone)
 		Expect(mgr.Start(mgrCtx)).To(Succeed())
 	}()
+}
+
+// labelKarpenterRefuses marks a class whose NodePools the suite's validator refuses on top
+// of Karpenter's CRDs: render and admission now refuse everything those CRDs would, so a
+// refusal the controller must survive has to be made.
+const labelKarpenterRefuses = "example.com/karpenter-refuses"
+
+// refusing is Karpenter's and Poolsmith's CRDs, plus a refusal of NodePools labelled
+// labelKarpenterRefuses, worded as Karpenter's CEL would word it.
+type refusing struct{ *validate.Validator }
+
+func (r refusing) refuses(obj map[string]any) error {
+	u := unstructured.Unstructured{Object: obj}
+	labels, _, _ := unstructured.NestedStringMap(obj, "spec", "template", "metadata", "labels")
+	if u.GetKind() == "NodePool" && labels[labelKarpenterRefuses] != "" {
+		return apierrors.NewInvalid(u.GroupVersionKind().GroupKind(), u.GetName(), field.ErrorList{
+			field.Invalid(field.NewPath("spec", "template", "metadata", "labels"), labelKarpenterRefuses, "refused for the test"),
+		})
+	}
+	return nil
+}
+
+func (r refusing) Create(obj map[string]any) error {
+	if err := r.refuses(obj); err != nil {
+		return err
+	}
+	return r.Validator.Create(obj)
+}
+
+func (r refusing) Update(obj, old map[string]any) error {
+	if err := r.refuses(obj); err != nil {
+		return err
+	}
+	return r.Validator.Update(obj, old)
 }
 
 func stopManager() {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"sync"
 	"time"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
@@ -26,6 +29,8 @@ import (
 	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/observe"
+	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/render"
 )
 
@@ -56,15 +61,20 @@ type WorkloadClassReconciler struct {
 	Signals *CostSignals
 	// NodeOverlays enables rendering NodeOverlays; their CRD must be installed.
 	NodeOverlays bool
+	// Validator judges every write before the first one; nil means the CRDs'.
+	Validator plan.Validator
+
+	// taken holds the UIDs of classes whose last pass met a name held by another object.
+	taken sync.Map
 }
 
-// +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses/status,verbs=get;patch
+// +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses,verbs=list;watch;update
+// +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses/status,verbs=patch
 // +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses/finalizers,verbs=update
-// +kubebuilder:rbac:groups=poolsmith.dev,resources=baselines,verbs=get;list;watch
-// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeoverlays,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=poolsmith.dev,resources=baselines,verbs=list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeoverlays,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile gets the class, handles deletion, resolves the Baseline, renders, applies,
@@ -89,14 +99,17 @@ func (r *WorkloadClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 
 	original := wc.DeepCopy()
 	result, err := r.sync(ctx, wc)
+	countError(wc, err)
 	if serr := r.writeStatus(ctx, original, wc); serr != nil {
 		return ctrl.Result{}, errors.Join(err, serr)
 	}
 	return result, err
 }
 
-// sync renders the class and brings its children in line, recording the outcome in
-// wc.Status. It never changes children when the Baseline is missing or the spec is invalid.
+// sync renders the class, plans its children, validates every write and carries the
+// plan out, recording the outcome in wc.Status. It never changes children when the
+// Baseline is missing, the spec is invalid, a write would be refused or a foreign object
+// holds a rendered name: a class is written whole or not at all.
 func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.WorkloadClass) (ctrl.Result, error) {
 	// Every outcome below replaces this; it stays only when the pass fails before one.
 	if c := meta.FindStatusCondition(wc.Status.Conditions, v1alpha1.ConditionSynced); c == nil || c.ObservedGeneration != wc.Generation {
@@ -111,16 +124,11 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 		r.notSynced(wc, v1alpha1.ReasonBaselineNotFound, fmt.Sprintf("Baseline %q does not exist; existing children are left as they are until it does", name))
 		return ctrl.Result{}, nil // the Baseline watch brings the class back when it appears
 	}
-
-	live, err := r.children(ctx, wc)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
 	cat, freshness, err := r.Signals.Catalog(ctx, r.Client)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	res, err := render.Render(baseline, wc, render.Options{Usage: live.usage(), Region: r.Signals.Region, Catalog: cat})
+	out, err := r.cluster(wc).Plan(ctx, wc, baseline, render.Options{Region: r.Signals.Region, Catalog: cat})
 	if err != nil {
 		var rerrs render.Errors
 		if errors.As(err, &rerrs) {
@@ -129,37 +137,40 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 		}
 		return ctrl.Result{}, err
 	}
+	res, p := out.Result, out.Plan
 	wc.Status.Profile = res.Profile
 	wc.Status.NodeClass = res.NodeClass.Name
-	if len(res.NodeOverlays) > 0 && !r.NodeOverlays {
-		msg := "spec.weighting.nodeOverlays: this manager runs without --node-overlays (which needs Karpenter's NodeOverlay CRD and feature gate)"
+	if p.Blocked() {
+		r.setRungs(wc, res, out.Live, nil)
+		r.notSynced(wc, v1alpha1.ReasonOwnershipConflict, conflictMessage(p.Conflicts()))
+		return ctrl.Result{RequeueAfter: conflictRequeue}, nil
+	}
+	if len(out.Invalid) > 0 {
+		// Karpenter's CRDs would refuse part of the family: write none of it.
+		msg := "Karpenter's CRDs refuse the rendered objects, so nothing is written: " + observe.InvalidMessage(out.Invalid)
 		r.notSynced(wc, v1alpha1.ReasonInvalidSpec, msg)
 		return ctrl.Result{}, reconcile.TerminalError(errors.New(msg))
 	}
-
-	out, err := r.apply(ctx, wc, res, live)
-	if err != nil {
+	if err := r.execute(ctx, wc, p); err != nil {
+		var taken *nameTaken
+		if errors.As(err, &taken) {
+			// Found at create time (the plan only created, so it asked nothing first).
+			r.taken.Store(wc.UID, true)
+			r.setRungs(wc, res, out.Live, nil)
+			r.notSynced(wc, v1alpha1.ReasonOwnershipConflict, conflictMessage([]string{taken.ref}))
+			return ctrl.Result{RequeueAfter: conflictRequeue}, nil
+		}
 		r.notSynced(wc, v1alpha1.ReasonApplyFailed, err.Error())
 		return ctrl.Result{}, err
 	}
-	if drift := out.driftNotice(); drift != "" {
+	if drift := p.DriftNotice(); drift != "" {
 		wc.Status.DriftNotice = drift
-	} else if out.changed {
+	} else if p.Changed() {
 		wc.Status.DriftNotice = ""
 	}
-	if len(out.conflicts) > 0 {
-		// Nothing is pruned while the family is incomplete.
-		r.setRungs(wc, res, live, nil)
-		r.notSynced(wc, v1alpha1.ReasonOwnershipConflict, out.conflictMessage())
-		return ctrl.Result{RequeueAfter: conflictRequeue}, nil
-	}
-	retiring, err := r.prune(ctx, wc, res, live)
-	if err != nil {
-		r.notSynced(wc, v1alpha1.ReasonApplyFailed, err.Error())
-		return ctrl.Result{}, err
-	}
-	r.setRungs(wc, res, live, retiring)
-	r.synced(wc, res, live)
+	r.taken.Delete(wc.UID)
+	r.setRungs(wc, res, out.Live, p.Retiring())
+	r.synced(wc, res, out.Live)
 	setSignalsCondition(wc, freshness, res.CostBased)
 	wc.Status.ObservedGeneration = wc.Generation
 	return requeueForStaleness(ctrl.Result{}, freshness, r.Signals.now()), nil
@@ -172,30 +183,30 @@ func (r *WorkloadClassReconciler) finalize(ctx context.Context, wc *v1alpha1.Wor
 		return ctrl.Result{}, nil
 	}
 	original := wc.DeepCopy()
-	live, err := r.children(ctx, wc)
+	live, err := r.cluster(wc).Children(ctx, wc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	var waiting string
 	switch {
 	case wc.Spec.PrunePolicy == v1alpha1.PruneOrphan:
-		for _, obj := range live.objects() {
+		for _, obj := range live.Objects() {
 			if err := r.orphan(ctx, wc, obj); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
-	case len(live.ladder()) > 0:
-		for _, obj := range live.ladder() {
-			if err := r.deleteChild(ctx, wc, obj, "Deleting"); err != nil {
+	case len(live.Ladder()) > 0:
+		for _, obj := range live.Ladder() {
+			if err := r.deleteChild(ctx, wc, obj); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
-		waiting = fmt.Sprintf("deleting %d NodePools (%s) and %d NodeOverlays; the EC2NodeClass follows", len(live.nodePools), joinNames(live.nodePoolNames()), len(live.overlays))
-	case live.nodeClass != nil:
-		if err := r.deleteChild(ctx, wc, live.nodeClass, "Deleting"); err != nil {
+		waiting = fmt.Sprintf("deleting %d NodePools (%s) and %d NodeOverlays; the EC2NodeClass follows", len(live.NodePools), joinNames(slices.Sorted(maps.Keys(live.NodePools))), len(live.NodeOverlays))
+	case live.NodeClass != nil:
+		if err := r.deleteChild(ctx, wc, live.NodeClass); err != nil {
 			return ctrl.Result{}, err
 		}
-		waiting = fmt.Sprintf("deleting EC2NodeClass %s", live.nodeClass.Name)
+		waiting = fmt.Sprintf("deleting EC2NodeClass %s", live.NodeClass.Name)
 	}
 	if waiting != "" {
 		setCondition(wc, v1alpha1.ConditionSynced, metav1.ConditionFalse, v1alpha1.ReasonDeleting, waiting)
@@ -209,11 +220,12 @@ func (r *WorkloadClassReconciler) finalize(ctx context.Context, wc *v1alpha1.Wor
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	forgetClass(wc.Name)
+	r.taken.Delete(wc.UID)
 	return ctrl.Result{}, nil
 }
 
 func (r *WorkloadClassReconciler) writeStatus(ctx context.Context, original, wc *v1alpha1.WorkloadClass) error {
-	recordConditions(wc.Name, conditionStatuses(wc))
+	recordConditions(wc)
 	if equality.Semantic.DeepEqual(original.Status, wc.Status) {
 		return nil
 	}

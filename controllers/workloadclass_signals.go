@@ -38,7 +38,7 @@ type CostSignals struct {
 	parseErr error
 }
 
-// +kubebuilder:rbac:groups="",namespace=poolsmith-system,resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=poolsmith-system,resources=configmaps,verbs=list;watch
 
 // Catalog returns the catalog to price with and the SignalsCurrent verdict. Parsing the
 // feed (about 1 MB) happens once per ConfigMap version, not once per class.

@@ -10,6 +10,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/render"
 )
 
@@ -22,18 +23,20 @@ func setCondition(wc *v1alpha1.WorkloadClass, typ string, s metav1.ConditionStat
 }
 
 // notSynced records a pass that could not bring the children in line. Readiness is not
-// assessed then.
+// assessed then. The event is emitted once per distinct failure, not on every retry or
+// conflict requeue.
 func (r *WorkloadClassReconciler) notSynced(wc *v1alpha1.WorkloadClass, reason, message string) {
+	prev := meta.FindStatusCondition(wc.Status.Conditions, v1alpha1.ConditionSynced)
+	repeated := prev != nil && prev.Status == metav1.ConditionFalse && prev.Reason == reason && prev.Message == message
 	setCondition(wc, v1alpha1.ConditionSynced, metav1.ConditionFalse, reason, message)
 	setCondition(wc, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNotSynced, "the class is not Synced: "+reason)
-	reconcileErrors.WithLabelValues(reason).Inc()
-	if reason != v1alpha1.ReasonOwnershipConflict { // that one has an event per object
+	if !repeated {
 		r.event(wc, nil, "Warning", reason, "Reconcile", "%s", message)
 	}
 }
 
 // synced records a successful pass and summarises Karpenter's view of the children.
-func (r *WorkloadClassReconciler) synced(wc *v1alpha1.WorkloadClass, res *render.Result, live *family) {
+func (r *WorkloadClassReconciler) synced(wc *v1alpha1.WorkloadClass, res *render.Result, live plan.Children) {
 	setCondition(wc, v1alpha1.ConditionSynced, metav1.ConditionTrue, v1alpha1.ReasonApplied,
 		fmt.Sprintf("EC2NodeClass %s and %d NodePools match the render", res.NodeClass.Name, len(res.NodePools)))
 	s, reason, message := readiness(res, live)
@@ -42,17 +45,17 @@ func (r *WorkloadClassReconciler) synced(wc *v1alpha1.WorkloadClass, res *render
 
 // readiness is Ready True only when Karpenter reports every child Ready; False names the
 // first failing child and its failing condition; Unknown until Karpenter reports.
-func readiness(res *render.Result, live *family) (metav1.ConditionStatus, string, string) {
+func readiness(res *render.Result, live plan.Children) (metav1.ConditionStatus, string, string) {
 	var waiting []string
-	if live.nodeClass == nil {
+	if live.NodeClass == nil {
 		waiting = append(waiting, "EC2NodeClass/"+res.NodeClass.Name)
-	} else if s, msg := childReady(live.nodeClass.Status.Conditions); s == metav1.ConditionFalse {
-		return metav1.ConditionFalse, v1alpha1.ReasonNodeClassNotReady, fmt.Sprintf("EC2NodeClass %s: %s", live.nodeClass.Name, msg)
+	} else if s, msg := childReady(live.NodeClass.Status.Conditions); s == metav1.ConditionFalse {
+		return metav1.ConditionFalse, v1alpha1.ReasonNodeClassNotReady, fmt.Sprintf("EC2NodeClass %s: %s", live.NodeClass.Name, msg)
 	} else if s != metav1.ConditionTrue {
-		waiting = append(waiting, "EC2NodeClass/"+live.nodeClass.Name)
+		waiting = append(waiting, "EC2NodeClass/"+live.NodeClass.Name)
 	}
 	for _, want := range res.NodePools {
-		np, ok := live.nodePools[want.Name]
+		np, ok := live.NodePools[want.Name]
 		if !ok {
 			waiting = append(waiting, "NodePool/"+want.Name)
 			continue
@@ -95,12 +98,12 @@ func childReady(conds []status.Condition) (metav1.ConditionStatus, string) {
 
 // setRungs reports the ladder: each rung's weight, slice and readiness, then any NodePool
 // being retired.
-func (r *WorkloadClassReconciler) setRungs(wc *v1alpha1.WorkloadClass, res *render.Result, live *family, retiring []*karpv1.NodePool) {
+func (r *WorkloadClassReconciler) setRungs(wc *v1alpha1.WorkloadClass, res *render.Result, live plan.Children, retiring []*karpv1.NodePool) {
 	var out []v1alpha1.RungStatus
 	for _, rung := range res.Rungs {
-		s := v1alpha1.RungStatus{Name: rung.Name, Weight: rung.Weight, CapacityType: rung.CapacityType, Arch: rung.Arch, Slice: rung.Slice, Ready: metav1.ConditionUnknown}
+		s := v1alpha1.RungStatus{Name: rung.Name, Weight: rung.Weight, CapacityType: rung.CapacityType, Arch: rung.Arch, Slice: rung.Slice, Ready: metav1.ConditionUnknown, PriceSources: rung.PriceSources}
 		s.Reason = fmt.Sprintf("weight %d: %s", rung.Weight, rung.WeightReason)
-		if np, ok := live.nodePools[rung.Name]; ok {
+		if np, ok := live.NodePools[rung.Name]; ok {
 			st, msg := childReady(np.Status.Conditions)
 			s.Ready = st
 			if st == metav1.ConditionFalse {
@@ -138,12 +141,4 @@ func ptrValue(p *int32) int32 {
 		return 0
 	}
 	return *p
-}
-
-func conditionStatuses(wc *v1alpha1.WorkloadClass) map[string]string {
-	out := map[string]string{}
-	for _, c := range wc.Status.Conditions {
-		out[c.Type] = string(c.Status)
-	}
-	return out
 }

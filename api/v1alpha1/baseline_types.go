@@ -49,6 +49,8 @@ type NodePoolDefaults struct {
 	// expireAfter is how long a node lives before Karpenter replaces it, e.g. 720h, or
 	// Never. Karpenter's default is 720h.
 	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self == 'Never' || duration(self) >= duration('0s')",message="must be a duration of at most 2562047h (the longest Go can hold), or Never"
 	// +kubebuilder:validation:Type="string"
 	// +kubebuilder:validation:Schemaless
 	// +optional
@@ -57,6 +59,8 @@ type NodePoolDefaults struct {
 	// terminationGracePeriod is how long Karpenter waits for a node to drain before it
 	// terminates the node regardless, e.g. 24h. Unset means wait indefinitely.
 	// +kubebuilder:validation:Pattern=`^([0-9]+(s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a duration of at most 2562047h (the longest Go can hold)"
 	// +kubebuilder:validation:Type="string"
 	// +optional
 	TerminationGracePeriod *metav1.Duration `json:"terminationGracePeriod,omitempty"`

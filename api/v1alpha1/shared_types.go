@@ -69,6 +69,8 @@ type Disruption struct {
 	// consolidateAfter is how long a node must be consolidatable before Karpenter acts,
 	// e.g. 30s, 10m, or Never. Karpenter's default is 0s.
 	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self == 'Never' || duration(self) >= duration('0s')",message="must be a duration of at most 2562047h (the longest Go can hold), or Never"
 	// +kubebuilder:validation:Type="string"
 	// +kubebuilder:validation:Schemaless
 	// +optional

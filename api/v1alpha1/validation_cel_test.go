@@ -104,6 +104,14 @@ var _ = Describe("Samples", func() {
 		}
 	})
 
+	It("accepts the largest bounds the renderer holds exactly", func() {
+		wc := validClass()
+		wc.Spec.Instances.Memory = &v1alpha1.QuantityRange{Min: ptr.To(resource.MustParse("4194305Gi")), Max: ptr.To(resource.MustParse("10Ei"))}
+		wc.Spec.Instances.CPU = &v1alpha1.IntRange{Min: ptr.To[int32](1), Max: ptr.To[int32](2147483647)}
+		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "karpenter.k8s.aws/instance-cpu", Operator: "Lt", Values: []string{"999999999999999999"}}}
+		Expect(dryRunCreate(wc)).To(Succeed())
+	})
+
 	It("accepts the fixture objects every invalid row starts from", func() {
 		Expect(dryRunCreate(validClass())).To(Succeed())
 		Expect(dryRunCreate(validBaseline())).To(Succeed())
@@ -186,6 +194,15 @@ var _ = DescribeTable("rejects an invalid WorkloadClass, naming the field",
 	Entry("malformed expireAfter", func(wc *v1alpha1.WorkloadClass) {
 		wc.Spec.ExpireAfter = ptr.To(karpv1.NillableDuration{Raw: []byte(`"5 days"`)})
 	}, "spec.expireAfter", "should match"),
+	Entry("expireAfter longer than a Go duration holds", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.ExpireAfter = ptr.To(karpv1.NillableDuration{Raw: []byte(`"2562048h"`)})
+	}, "spec.expireAfter", "must be a duration of at most 2562047h"),
+	Entry("fallbackExpireAfter longer than a Go duration holds", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.FallbackExpireAfter = ptr.To(karpv1.NillableDuration{Raw: []byte(`"99999999h"`)})
+	}, "spec.fallbackExpireAfter", "must be a duration of at most 2562047h"),
+	Entry("consolidateAfter longer than a Go duration holds", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Disruption.ConsolidateAfter = ptr.To(karpv1.NillableDuration{Raw: []byte(`"99999999h"`)})
+	}, "spec.disruption.consolidateAfter", "must be a duration of at most 2562047h"),
 	Entry("unknown consolidation policy", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Disruption.ConsolidationPolicy = "Always" },
 		"spec.disruption.consolidationPolicy", "supported values"),
 	Entry("budget schedule without duration", func(wc *v1alpha1.WorkloadClass) {
@@ -196,10 +213,68 @@ var _ = DescribeTable("rejects an invalid WorkloadClass, naming the field",
 		wc.Spec.Architectures = nil
 	}, "spec", "profile Custom has no defaults: spec.architectures and spec.capacityTypes are required"),
 	Entry("extra requirement on a ladder axis", func(wc *v1alpha1.WorkloadClass) {
-		wc.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: "kubernetes.io/arch", Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}}}
+		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "kubernetes.io/arch", Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}}}
 	}, "spec.requirements", "capacity types and architectures are the ladder's axes"),
 	Entry("name longer than 63 characters", func(wc *v1alpha1.WorkloadClass) { wc.Name = strings.Repeat("a", 64) },
 		"metadata.name", "metadata.name must be at most 63 characters"),
+	Entry("negative memory min", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Instances.Memory = &v1alpha1.QuantityRange{Min: ptr.To(resource.MustParse("-8Gi"))}
+	}, "spec.instances.memory.min", "must not be negative"),
+	Entry("negative memory max", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Instances.Memory = &v1alpha1.QuantityRange{Max: ptr.To(resource.MustParse("-1"))}
+	}, "spec.instances.memory.max", "must not be negative"),
+	Entry("negative limit", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Limits[corev1.ResourceCPU] = resource.MustParse("-5") },
+		"spec.limits", "limits must not be negative"),
+	Entry("negative pod shape cpu", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Weighting.PodShape = &v1alpha1.PodShape{CPU: ptr.To(resource.MustParse("-500m"))}
+	}, "spec.weighting.podShape.cpu", "must not be negative"),
+	Entry("family ending in '-'", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Instances.Families = []string{"m7-"} },
+		"spec.instances.families[0]", "should match"),
+	Entry("excluded family ending in '-'", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Instances.ExcludeFamilies = []string{"t3-"} },
+		"spec.instances.excludeFamilies[0]", "should match"),
+	Entry("instance type ending in '-'", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Instances.Types = []string{"m7g.xlarge-"} },
+		"spec.instances.types[0]", "should match"),
+	Entry("GPU name ending in '-'", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Instances.GPU = &v1alpha1.GPUShape{Names: []string{"t4-"}} },
+		"spec.instances.gpu.names[0]", "should match"),
+	Entry("requirement Gt a negative number", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "karpenter.k8s.aws/instance-cpu", Operator: "Gt", Values: []string{"-1"}}}
+	},
+		"spec.requirements[0]: Invalid value", "must have a single non-negative integer value"),
+	Entry("requirement Lt a word", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "karpenter.k8s.aws/instance-cpu", Operator: "Lt", Values: []string{"abc"}}}
+	},
+		"spec.requirements[0]: Invalid value", "must have a single non-negative integer value"),
+	Entry("requirement Gt two values", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "karpenter.k8s.aws/instance-cpu", Operator: "Gt", Values: []string{"2", "4"}}}
+	},
+		"spec.requirements[0]: Invalid value", "must have a single non-negative integer value"),
+	Entry("requirement In no value", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "karpenter.k8s.aws/instance-hypervisor", Operator: "In", Values: []string{}}}
+	},
+		"spec.requirements[0]: Invalid value", "requirements with operator 'In' must have a value defined"),
+	Entry("requirement on karpenter.sh/nodepool", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "karpenter.sh/nodepool", Operator: "In", Values: []string{"x"}}}
+	},
+		"spec.requirements[0].key", "requirement keys karpenter.sh/nodepool and kubernetes.io/hostname are restricted by Karpenter"),
+	Entry("requirement in Karpenter's domain", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "karpenter.sh/foo", Operator: "In", Values: []string{"x"}}}
+	},
+		"spec.requirements[0].key", `label domain "karpenter.sh" is restricted by Karpenter`),
+	Entry("requirement in Karpenter AWS's domain", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "karpenter.k8s.aws/foo", Operator: "In", Values: []string{"x"}}}
+	},
+		"spec.requirements[0].key", `label domain "karpenter.k8s.aws" is restricted by Karpenter`),
+	Entry("requirement key not a qualified name", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "-bad", Operator: "Exists", Values: nil}}
+	},
+		"spec.requirements[0].key", "requirement keys must be qualified names"),
+	Entry("requirement value not a label value", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "example.com/rack", Operator: "In", Values: []string{"bad value!"}}}
+	},
+		"spec.requirements[0].values[0]", "should match"),
+	Entry("requirement minValues above its values", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "example.com/rack", Operator: "In", Values: []string{"a"}, MinValues: ptr.To(2)}}
+	}, "spec.requirements[0]: Invalid value", "requirements with 'minValues' must have at least that many values"),
 )
 
 var _ = DescribeTable("rejects an invalid Baseline, naming the field",

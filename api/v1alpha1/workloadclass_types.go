@@ -121,11 +121,12 @@ type WorkloadClassSpec struct {
 	// requirements are further Karpenter requirements every rung gets, for what the other
 	// fields do not cover (e.g. karpenter.k8s.aws/instance-hypervisor In [nitro]).
 	// Capacity types and architectures are the ladder's axes and have their own fields.
+	// Karpenter's own NodePool rules apply (see Requirement).
 	// +kubebuilder:validation:MaxItems=30
 	// +kubebuilder:validation:XValidation:rule="self.all(r, !(r.key in ['karpenter.sh/capacity-type', 'kubernetes.io/arch']))",message="capacity types and architectures are the ladder's axes: use spec.capacityTypes and spec.architectures"
 	// +listType=atomic
 	// +optional
-	Requirements []karpv1.NodeSelectorRequirementWithMinValues `json:"requirements,omitempty"`
+	Requirements []Requirement `json:"requirements,omitempty"`
 
 	// zones restricts nodes to these availability zones, e.g. us-east-1a. Unset means
 	// every zone the Baseline's subnets reach.
@@ -165,6 +166,9 @@ type WorkloadClassSpec struct {
 	StartupTaints Taints `json:"startupTaints,omitempty"`
 
 	// limits caps the resources of the whole class, across every rung, e.g. cpu: "512".
+	// Limits must not be negative.
+	// +kubebuilder:validation:MaxProperties=30
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !string(self[k]).startsWith('-'))",message="limits must not be negative"
 	// +optional
 	Limits corev1.ResourceList `json:"limits,omitempty"`
 
@@ -176,6 +180,8 @@ type WorkloadClassSpec struct {
 	// expireAfter is how long a node lives before Karpenter replaces it, e.g. 168h, or
 	// Never. Overrides the Baseline and the profile.
 	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self == 'Never' || duration(self) >= duration('0s')",message="must be a duration of at most 2562047h (the longest Go can hold), or Never"
 	// +kubebuilder:validation:Type="string"
 	// +kubebuilder:validation:Schemaless
 	// +optional
@@ -187,6 +193,8 @@ type WorkloadClassSpec struct {
 	// disruption budgets and do-not-disrupt, so pair it with terminationGracePeriod. The
 	// General, BurstableCI and MemoryOptimized profiles set it; GPU does not.
 	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self == 'Never' || duration(self) >= duration('0s')",message="must be a duration of at most 2562047h (the longest Go can hold), or Never"
 	// +kubebuilder:validation:Type="string"
 	// +kubebuilder:validation:Schemaless
 	// +optional
@@ -195,6 +203,8 @@ type WorkloadClassSpec struct {
 	// terminationGracePeriod is how long Karpenter waits for a node to drain before it
 	// terminates the node regardless, e.g. 2h. Overrides the Baseline and the profile.
 	// +kubebuilder:validation:Pattern=`^([0-9]+(s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a duration of at most 2562047h (the longest Go can hold)"
 	// +kubebuilder:validation:Type="string"
 	// +optional
 	TerminationGracePeriod *metav1.Duration `json:"terminationGracePeriod,omitempty"`
@@ -213,6 +223,48 @@ type WorkloadClassSpec struct {
 	// change. Identity and network fields are Baseline-only and have no place here.
 	// +optional
 	NodeClass *NodeClassOverrides `json:"nodeClass,omitempty"`
+}
+
+// Requirement is a Karpenter NodePool requirement (karpenter.sh/v1
+// NodeSelectorRequirementWithMinValues, field for field) with the bounds and rules
+// Karpenter's NodePool CRD puts on it, so that admission refuses on the class what
+// Karpenter would refuse on every rung.
+// +kubebuilder:validation:XValidation:rule="self.operator == 'In' ? has(self.values) && self.values.size() != 0 : true",message="requirements with operator 'In' must have a value defined"
+// +kubebuilder:validation:XValidation:rule="(self.operator == 'Gt' || self.operator == 'Lt' || self.operator == 'Gte' || self.operator == 'Lte') ? (has(self.values) && self.values.size() == 1 && self.values[0].matches('^[0-9]{1,18}$')) : true",message="requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a single non-negative integer value (at most 18 digits)"
+// +kubebuilder:validation:XValidation:rule="(self.operator == 'In' && has(self.minValues)) ? has(self.values) && self.values.size() >= self.minValues : true",message="requirements with 'minValues' must have at least that many values specified in the 'values' field"
+type Requirement struct {
+	// key is the node label the requirement selects on: a qualified name outside the
+	// label domains Karpenter restricts.
+	// +kubebuilder:validation:MaxLength=316
+	// +kubebuilder:validation:XValidation:rule="!format.qualifiedName().validate(self).hasValue()",message="requirement keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 characters of alphanumerics, '-', '_' or '.', beginning and ending with an alphanumeric"
+	// +kubebuilder:validation:XValidation:rule="self != 'karpenter.sh/nodepool' && self != 'kubernetes.io/hostname'",message="requirement keys karpenter.sh/nodepool and kubernetes.io/hostname are restricted by Karpenter"
+	// +kubebuilder:validation:XValidation:rule="self == 'karpenter.sh/capacity-type' || !self.find('^([^/]+)').endsWith('karpenter.sh')",message="label domain \"karpenter.sh\" is restricted by Karpenter"
+	// +kubebuilder:validation:XValidation:rule="self in ['karpenter.k8s.aws/instance-tenancy', 'karpenter.k8s.aws/capacity-reservation-type', 'karpenter.k8s.aws/capacity-reservation-id', 'karpenter.k8s.aws/capacity-reservation-interruptible', 'karpenter.k8s.aws/ec2nodeclass', 'karpenter.k8s.aws/instance-encryption-in-transit-supported', 'karpenter.k8s.aws/instance-category', 'karpenter.k8s.aws/instance-hypervisor', 'karpenter.k8s.aws/instance-family', 'karpenter.k8s.aws/instance-generation', 'karpenter.k8s.aws/instance-local-nvme', 'karpenter.k8s.aws/instance-size', 'karpenter.k8s.aws/instance-cpu', 'karpenter.k8s.aws/instance-cpu-manufacturer', 'karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz', 'karpenter.k8s.aws/instance-memory', 'karpenter.k8s.aws/instance-ebs-bandwidth', 'karpenter.k8s.aws/instance-network-bandwidth', 'karpenter.k8s.aws/instance-gpu-name', 'karpenter.k8s.aws/instance-gpu-manufacturer', 'karpenter.k8s.aws/instance-gpu-count', 'karpenter.k8s.aws/instance-gpu-memory', 'karpenter.k8s.aws/instance-accelerator-name', 'karpenter.k8s.aws/instance-accelerator-manufacturer', 'karpenter.k8s.aws/instance-accelerator-count', 'karpenter.k8s.aws/instance-capability-flex', 'karpenter.k8s.aws/placement-group-id', 'karpenter.k8s.aws/placement-group-partition'] || !self.find('^([^/]+)').endsWith('karpenter.k8s.aws')",message="label domain \"karpenter.k8s.aws\" is restricted by Karpenter"
+	// +required
+	Key string `json:"key"`
+	// operator relates the key to the values: In, NotIn, Exists, DoesNotExist, Gt, Lt,
+	// Gte or Lte.
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist;Gt;Lt;Gte;Lte
+	// +required
+	Operator corev1.NodeSelectorOperator `json:"operator"`
+	// values are label values: at least one for In, exactly one non-negative integer for
+	// Gt, Lt, Gte and Lte, none for Exists and DoesNotExist.
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+	// +listType=atomic
+	// +optional
+	Values []string `json:"values,omitempty"`
+	// minValues is the least number of distinct values Karpenter must keep (alpha in
+	// Karpenter).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=50
+	// +optional
+	MinValues *int `json:"minValues,omitempty"`
+}
+
+// Karpenter is the requirement as Karpenter's type, sharing its values.
+func (r Requirement) Karpenter() karpv1.NodeSelectorRequirementWithMinValues {
+	return karpv1.NodeSelectorRequirementWithMinValues(r)
 }
 
 // BaselineReference names a Baseline.
@@ -237,14 +289,16 @@ type InstanceShape struct {
 	// families are instance families (karpenter.k8s.aws/instance-family), most preferred
 	// first, e.g. m7g, m7i. Under consistency Family each becomes its own rung.
 	// +kubebuilder:validation:MaxItems=30
-	// +kubebuilder:validation:items:Pattern=`^[a-z][a-z0-9-]*$`
+	// +kubebuilder:validation:items:Pattern=`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`
+	// +kubebuilder:validation:items:MaxLength=63
 	// +listType=set
 	// +optional
 	Families []string `json:"families,omitempty"`
 
 	// excludeFamilies are instance families nodes must not have.
 	// +kubebuilder:validation:MaxItems=30
-	// +kubebuilder:validation:items:Pattern=`^[a-z][a-z0-9-]*$`
+	// +kubebuilder:validation:items:Pattern=`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`
+	// +kubebuilder:validation:items:MaxLength=63
 	// +listType=set
 	// +optional
 	ExcludeFamilies []string `json:"excludeFamilies,omitempty"`
@@ -252,7 +306,8 @@ type InstanceShape struct {
 	// types are instance types (node.kubernetes.io/instance-type), most preferred first,
 	// e.g. m7g.xlarge. Under consistency Type each becomes its own rung.
 	// +kubebuilder:validation:MaxItems=30
-	// +kubebuilder:validation:items:Pattern=`^[a-z][a-z0-9-]*\.[a-z0-9-]+$`
+	// +kubebuilder:validation:items:Pattern=`^[a-z][a-z0-9]*(-[a-z0-9]+)*\.[a-z0-9]+(-[a-z0-9]+)*$`
+	// +kubebuilder:validation:items:MaxLength=63
 	// +listType=set
 	// +optional
 	Types []string `json:"types,omitempty"`
@@ -294,9 +349,11 @@ type IntRange struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.min) || !has(self.max) || quantity(string(self.min)).compareTo(quantity(string(self.max))) <= 0",message="min must be less than or equal to max"
 type QuantityRange struct {
 	// min is the smallest value allowed, e.g. 8Gi.
+	// +kubebuilder:validation:XValidation:rule="!quantity(string(self)).isLessThan(quantity('0'))",message="must not be negative"
 	// +optional
 	Min *resource.Quantity `json:"min,omitempty"`
 	// max is the largest value allowed, e.g. 512Gi.
+	// +kubebuilder:validation:XValidation:rule="!quantity(string(self)).isLessThan(quantity('0'))",message="must not be negative"
 	// +optional
 	Max *resource.Quantity `json:"max,omitempty"`
 }
@@ -313,7 +370,8 @@ type GPUShape struct {
 	Manufacturer string `json:"manufacturer,omitempty"`
 	// names are GPU models (karpenter.k8s.aws/instance-gpu-name), e.g. t4, a10g, l4, h100.
 	// +kubebuilder:validation:MaxItems=30
-	// +kubebuilder:validation:items:Pattern=`^[a-z0-9][a-z0-9-]*$`
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]+(-[a-z0-9]+)*$`
+	// +kubebuilder:validation:items:MaxLength=63
 	// +listType=set
 	// +optional
 	Names []string `json:"names,omitempty"`
@@ -354,9 +412,11 @@ type Weighting struct {
 // +kubebuilder:validation:XValidation:rule="has(self.cpu) || has(self.memory) || has(self.gpu)",message="podShape needs at least one of cpu, memory or gpu"
 type PodShape struct {
 	// cpu requested by the pod, e.g. 500m.
+	// +kubebuilder:validation:XValidation:rule="!quantity(string(self)).isLessThan(quantity('0'))",message="must not be negative"
 	// +optional
 	CPU *resource.Quantity `json:"cpu,omitempty"`
 	// memory requested by the pod, e.g. 1Gi.
+	// +kubebuilder:validation:XValidation:rule="!quantity(string(self)).isLessThan(quantity('0'))",message="must not be negative"
 	// +optional
 	Memory *resource.Quantity `json:"memory,omitempty"`
 	// gpu is the number of GPUs (nvidia.com/gpu) requested by the pod.
@@ -431,6 +491,13 @@ type RungStatus struct {
 	// reason explains the readiness or the weight.
 	// +optional
 	Reason string `json:"reason,omitempty"`
+	// priceSources name where the prices that ranked the rung came from, with how many
+	// of its cheapest types each priced, e.g. "spot: advisor 2026-11-30 (58), catalog
+	// 2025-05-28 (2)": the Spot Instance Advisor's savings (dated by the signals'
+	// fetched-at), a prices.json override, or the embedded catalog snapshot. Empty when
+	// no price ranked it (Static weights, reserved capacity, no priced type).
+	// +optional
+	PriceSources string `json:"priceSources,omitempty"`
 }
 
 // WorkloadClassStatus is the observed state of a WorkloadClass.

@@ -2,8 +2,18 @@
 -- resource.customizations.health.poolsmith.dev_WorkloadClass (see kustomization.yaml
 -- beside this file). Healthy when Ready is True for the current generation; Degraded when
 -- Synced or Ready is False for it; Progressing otherwise (not yet reconciled, awaiting
--- Karpenter, or being deleted).
+-- Karpenter, or being deleted). Argo CD opens only Lua's base, table and package
+-- libraries: no string.*, math.* or os.* here.
+--
+-- While the class is being deleted, Argo CD shows hs.deletionMessage (its own "Pending
+-- deletion" text when unset): it says which NodePools, NodeOverlays and EC2NodeClass the
+-- finalizer is still deleting.
 local hs = { status = "Progressing", message = "Waiting for Poolsmith to reconcile" }
+local deleting = obj.metadata.deletionTimestamp ~= nil
+if deleting then
+  hs.message = "Waiting for Poolsmith to delete the class's NodePools and EC2NodeClass"
+  hs.deletionMessage = hs.message
+end
 if obj.status == nil or obj.status.conditions == nil then
   return hs
 end
@@ -22,11 +32,14 @@ local function describe(c)
   end
   return msg
 end
-if synced ~= nil and synced.status == "False" then
-  if synced.reason == "Deleting" then
+if deleting then
+  if synced ~= nil and synced.reason == "Deleting" then
     hs.message = describe(synced)
-    return hs
+    hs.deletionMessage = hs.message
   end
+  return hs
+end
+if synced ~= nil and synced.status == "False" then
   hs.status = "Degraded"
   hs.message = describe(synced)
   return hs

@@ -6,8 +6,10 @@
 //   - Karpenter's own us-east-1 on-demand price table (karpenter-provider-aws,
 //     pkg/providers/pricing/zz_generated.pricing_aws.go) for types the snapshot lacks.
 //
-// It never runs at run time: `make catalog` (or go generate ./internal/catalog) runs it,
-// and the output is committed. The same inputs give byte-identical output.
+// Its header also records each region's spot outliers (outliers.go, the rule
+// internal/catalog applies). It never runs at run time: `make catalog` (or go generate
+// ./internal/catalog) runs it, and the output is committed. The same inputs give
+// byte-identical output.
 package main
 
 import (
@@ -157,10 +159,19 @@ func run(out string) error {
 	fmt.Fprintf(w, "#   %d mac types were left out: they run only on dedicated hosts, which Karpenter does not launch.\n", g.macSkipped)
 	fmt.Fprintf(w, "#   %d Inferentia/Trainium types list accelerators, not GPUs: their GPU count is 0.\n", g.acceleratorsNotGPU)
 	fmt.Fprintf(w, "#   The per-zone spot array is unlabelled, so no zone prices are kept.\n")
+	fmt.Fprintf(w, "# Spot outliers: families whose median spot discount departs from the median of their category's family discounts by more than %.1f robust standard deviations (1.4826 x MAD) and by more than %.0f points (categories of at least %d families). Weights price rungs by a median, which they cannot swing; `poolsmith catalog --outliers` and `poolsmith lint` say which rungs' ranking they decide.\n", outlierZ, 100*outlierMinGap, outlierMinFamilies)
+	for _, r := range regions {
+		for _, o := range spotOutliers(types, prices[r]) {
+			fmt.Fprintf(w, "#   %s: %s\n", r, o)
+		}
+	}
 	fmt.Fprintf(w, "# Rows:\n")
 	fmt.Fprintf(w, "#   type <name> <family> <category> <generation> <size> <arch> <vcpu> <memoryMiB> <gpus> <gpuManufacturer> <gpuName> <gpuMemoryMiB> <burstable>\n")
 	fmt.Fprintf(w, "#   price <region> <name> <onDemand> <spotMin> <spotAvg> <interruption bucket 0..4 = %s, or - for unknown>\n", strings.Join(buckets, " "))
 	fmt.Fprintf(w, "#   priceonly <name> <us-east-1 onDemand>\n")
+	fmt.Fprintf(w, "#   source <name> <date>: the date of the prices each source gives\n")
+	fmt.Fprintf(w, "source\tcatalog\t%s\n", snapshotDate)
+	fmt.Fprintf(w, "source\tkarpenter\t%s\n", datePattern.FindString(generatedAt))
 	names := make([]string, 0, len(types))
 	for n := range types {
 		names = append(names, n)
@@ -272,6 +283,8 @@ func parsePrice(r rate, g *guards) (price, bool) {
 	return p, true
 }
 
+var datePattern = regexp.MustCompile(`[0-9]{4}-[0-9]{2}-[0-9]{2}`)
+
 var priceEntry = regexp.MustCompile(`"([a-z0-9.-]+)": ([0-9.]+)`)
 
 // karpenterOnDemand reads the us-east-1 block of Karpenter's generated price table.
@@ -321,7 +334,7 @@ func moduleDir(module string) (string, string, error) {
 	return info.Dir, info.Version, nil
 }
 
-func num(v float64) string { return strconv.FormatFloat(math.Round(v*1e6)/1e6, 'f', -1, 64) }
+func num(v float64) string { return strconv.FormatFloat(round6(v), 'f', -1, 64) }
 
 func dash(s string) string {
 	if s == "" {

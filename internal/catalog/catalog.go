@@ -1,9 +1,12 @@
 // Package catalog is Poolsmith's embedded EC2 instance catalog: facts for every type the
 // sources know (family, category, generation and size parsed the way Karpenter's labels
 // derive them, vCPU, memory, architecture, GPUs, burstable) and per-region Linux prices
-// with the Spot Instance Advisor's interruption bucket. hack/catalog generates
-// zz_generated.catalog.tsv from pinned sources; its header names them, their dates and
-// licences, and the guards applied. Nothing is fetched at run time.
+// with the Spot Instance Advisor's interruption bucket, each price naming its source and
+// date. It also finds spot outliers: families whose spot discount departs from their
+// category's (outliers.go). hack/catalog generates zz_generated.catalog.tsv from pinned
+// sources; its header names them, their dates and licences, the guards applied and each
+// region's outliers. Nothing is fetched at run time; signals (internal/signals) overlay
+// live figures on it.
 package catalog
 
 //go:generate sh -c "cd ../../hack/catalog && go run . -out ../../internal/catalog"
@@ -76,12 +79,28 @@ type Price struct {
 	SpotMin      float64 `json:"spotMin,omitempty"`
 	SpotAvg      float64 `json:"spotAvg,omitempty"`
 	Interruption Bucket  `json:"interruption"`
+	// OnDemandSource and SpotSource name where each figure came from: "catalog <date>"
+	// (the snapshot), "karpenter <date>" (Karpenter's on-demand table), "advisor <date>"
+	// (on-demand x (1 - the Spot Instance Advisor's savings)) or "override" (prices.json).
+	OnDemandSource string `json:"onDemandSource,omitempty"`
+	SpotSource     string `json:"spotSource,omitempty"`
 }
+
+// Catalog price sources, before any date.
+const (
+	SourceCatalog   = "catalog"
+	SourceKarpenter = "karpenter"
+	SourceAdvisor   = "advisor"
+	SourceOverride  = "override"
+)
 
 // Catalog is the parsed embedded catalog.
 type Catalog struct {
 	Types  map[string]*InstanceType
 	Prices map[string]map[string]Price // region -> type -> price
+	// Dates are the sources' dates by source name ("catalog", "karpenter"), from the
+	// catalog's "source" rows.
+	Dates map[string]string
 }
 
 var (
@@ -98,7 +117,7 @@ func Load() (*Catalog, error) {
 
 // Parse reads a catalog in the generated format.
 func Parse(text string) (*Catalog, error) {
-	c := &Catalog{Types: map[string]*InstanceType{}, Prices: map[string]map[string]Price{}}
+	c := &Catalog{Types: map[string]*InstanceType{}, Prices: map[string]map[string]Price{}, Dates: map[string]string{}}
 	for n, line := range strings.Split(text, "\n") {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
@@ -144,6 +163,8 @@ func Parse(text string) (*Catalog, error) {
 				c.Prices[f[1]] = map[string]Price{}
 			}
 			c.Prices[f[1]][f[2]] = p
+		case f[0] == "source" && len(f) == 3:
+			c.Dates[f[1]] = f[2]
 		case f[0] == "priceonly" && len(f) == 3:
 			v, e := strconv.ParseFloat(f[2], 64)
 			if e != nil {
@@ -161,7 +182,35 @@ func Parse(text string) (*Catalog, error) {
 	for _, t := range c.Types {
 		t.labels = t.computeLabels()
 	}
+	for _, prices := range c.Prices {
+		for name, p := range prices {
+			p.OnDemandSource = c.Source(SourceCatalog)
+			if c.Types[name] != nil && c.Types[name].PriceOnly {
+				p.OnDemandSource = c.Source(SourceKarpenter)
+			}
+			if p.SpotAvg > 0 {
+				p.SpotSource = c.Source(SourceCatalog)
+			}
+			prices[name] = p
+		}
+	}
 	return c, nil
+}
+
+// Source names one of the catalog's sources with its date, e.g. "catalog 2025-05-28".
+func (c *Catalog) Source(name string) string {
+	if d := c.Dates[name]; d != "" {
+		return name + " " + d
+	}
+	return name
+}
+
+// Discount is the spot price's discount on on-demand, 0..1; 0 without a spot price.
+func (p Price) Discount() float64 {
+	if p.SpotAvg <= 0 || p.OnDemand <= 0 {
+		return 0
+	}
+	return 1 - p.SpotAvg/p.OnDemand
 }
 
 func undash(s string) string {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -153,5 +154,77 @@ func TestGeneratorIsReproducible(t *testing.T) {
 	}
 	if len(want) > 300*1024 {
 		t.Errorf("the embedded catalog is %d bytes, over the 300 KB target", len(want))
+	}
+}
+
+func TestPricesNameTheirSource(t *testing.T) {
+	c := load(t)
+	if p := c.Prices["us-east-1"]["m7g.xlarge"]; p.OnDemandSource != "catalog 2025-05-28" || p.SpotSource != "catalog 2025-05-28" {
+		t.Errorf("m7g.xlarge sources %q %q, want catalog 2025-05-28", p.OnDemandSource, p.SpotSource)
+	}
+	if p := c.Prices["us-east-1"]["c8i.large"]; p.OnDemandSource != "karpenter 2026-07-20" || p.SpotSource != "" {
+		t.Errorf("price-only c8i.large sources %q %q, want karpenter 2026-07-20 and none", p.OnDemandSource, p.SpotSource)
+	}
+}
+
+// TestSpotOutliersFlagTheOddFamilies checks the rule on the snapshot: the gd families of
+// the 8th generation at 89% against medians of 63-66% are flagged, ordinary ones are not,
+// and the generator's header records exactly what the rule finds, region by region.
+func TestSpotOutliersFlagTheOddFamilies(t *testing.T) {
+	c := load(t)
+	got := map[string]catalog.Outlier{}
+	for _, o := range c.SpotOutliers("us-east-1") {
+		got[o.Family] = o
+	}
+	for _, f := range []string{"c8gd", "m8gd", "r8gd"} {
+		o, ok := got[f]
+		if !ok || o.Z < catalog.OutlierZ || o.Discount < 0.85 || len(o.Types) != 12 {
+			t.Errorf("%s: %+v, want a high outlier of 12 types", f, o)
+		}
+	}
+	for _, f := range []string{"c7g", "m7g", "m7i", "r7g", "c6a"} {
+		if _, ok := got[f]; ok {
+			t.Errorf("%s is flagged but ordinary", f)
+		}
+	}
+	header, err := os.ReadFile("zz_generated.catalog.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, r := range c.Regions() {
+		for _, o := range c.SpotOutliers(r) {
+			want = append(want, "#   "+r+": "+o.String())
+		}
+	}
+	var recorded []string
+	for _, line := range strings.Split(string(header), "\n") {
+		if strings.HasPrefix(line, "#   ") && strings.Contains(line, "spot discount") {
+			recorded = append(recorded, line)
+		}
+	}
+	sortStrings := func(s []string) string {
+		s = append([]string(nil), s...)
+		sort.Strings(s)
+		return strings.Join(s, "\n")
+	}
+	if sortStrings(recorded) != sortStrings(want) {
+		t.Errorf("the header's outliers:\n%s\nthe rule's:\n%s", sortStrings(recorded), sortStrings(want))
+	}
+}
+
+func TestWithoutOutliersPutsThemAtTheCategoryMedian(t *testing.T) {
+	c := load(t)
+	outs := c.SpotOutliers("us-east-1")
+	fixed := c.WithoutOutliers("us-east-1", outs)
+	p, orig := fixed.Prices["us-east-1"]["c8gd.large"], c.Prices["us-east-1"]["c8gd.large"]
+	if d := p.Discount(); d < 0.6 || d > 0.7 || p.SpotSource != "category c median discount" {
+		t.Errorf("corrected c8gd.large = %+v (discount %.2f)", p, d)
+	}
+	if orig.Discount() < 0.85 {
+		t.Errorf("the original catalog changed: %+v", orig)
+	}
+	if fixed.Prices["us-east-1"]["m7g.xlarge"] != c.Prices["us-east-1"]["m7g.xlarge"] {
+		t.Error("an ordinary type changed")
 	}
 }

@@ -2,14 +2,17 @@ package cli
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/lint"
 )
 
 // catalogRow is one type's facts and price in the chosen region, for one rung if a class
@@ -22,21 +25,28 @@ type catalogRow struct {
 	// otherwise.
 	HourlyPrice float64 `json:"hourlyPrice,omitempty"`
 	PerVCPU     float64 `json:"pricePerVCPU,omitempty"`
+	// Outlier is "high" or "low" when the type's family is a spot outlier in its category.
+	Outlier string `json:"outlier,omitempty"`
 }
 
 func newCatalogCommand() *cobra.Command {
 	var flags inputFlags
 	var class string
-	var missing bool
+	var missing, outliers bool
 	c := &cobra.Command{
-		Use:   "catalog [--region R] [-f PATH --class NAME] [--missing-facts]",
+		Use:   "catalog [--region R] [--signals FILE] [-f PATH --class NAME] [--missing-facts] [--outliers [-f PATH]]",
 		Short: "List instance types from the embedded catalog, with prices and interruption buckets",
 		Long: `List the embedded catalog's instance types with their facts and, for --region, their
-on-demand and spot prices (USD per hour, Linux) and Spot Instance Advisor interruption
-bucket. With -f and --class, list per rung the types the rung allows, cheapest per vCPU
-first. --missing-facts lists the types known only by price (from Karpenter's table).`,
+on-demand and spot prices (USD per hour, Linux), where each price came from (the catalog
+snapshot, the Spot Instance Advisor's savings with --signals, or a prices.json override),
+the Spot Instance Advisor interruption bucket, and whether the type's family is a spot
+outlier in its category. With -f and --class, list per rung the types the rung allows,
+cheapest per vCPU first. --missing-facts lists the types known only by price (from
+Karpenter's table). --outliers lists the families whose spot discount departs from their
+category's, and with -f which classes' spot rungs allow them and whose ranking they decide.`,
 		Example: `  poolsmith catalog --region eu-west-1
   poolsmith catalog -f config/samples/ --class gpu
+  poolsmith catalog --outliers -f config/samples/ --signals poolsmith-signals.yaml
   poolsmith catalog --missing-facts`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -50,6 +60,9 @@ first. --missing-facts lists the types known only by price (from Karpenter's tab
 			}
 			if _, ok := cat.Prices[region]; !ok {
 				return usageError{fmt.Errorf("--region %s has no prices in the catalog (regions: %v)", region, cat.Regions())}
+			}
+			if outliers {
+				return listOutliers(c, &flags, cat, region)
 			}
 			var rows []catalogRow
 			switch {
@@ -70,13 +83,89 @@ first. --missing-facts lists the types known only by price (from Karpenter's tab
 				}
 				sort.Slice(rows, func(i, j int) bool { return rows[i].Name < rows[j].Name })
 			}
+			markOutliers(rows, cat.SpotOutliers(region))
 			return writeCatalog(c, rows, flags.output)
 		},
 	}
 	flags.register(c, "table (default) or json")
 	c.Flags().StringVar(&class, "class", "", "with -f: list the types each rung of this WorkloadClass allows")
 	c.Flags().BoolVar(&missing, "missing-facts", false, "list the types known only by their us-east-1 price")
+	c.Flags().BoolVar(&outliers, "outliers", false, "list the families whose spot discount is an outlier in their category; with -f, the rungs they rank")
 	return c
+}
+
+// markOutliers marks the rows of outlier families.
+func markOutliers(rows []catalogRow, outliers []catalog.Outlier) {
+	dir := map[string]string{}
+	for _, o := range outliers {
+		dir[o.Family] = "high"
+		if o.Z < 0 {
+			dir[o.Family] = "low"
+		}
+	}
+	for i := range rows {
+		rows[i].Outlier = dir[rows[i].Family]
+	}
+}
+
+// outlierReport is catalog --outliers' answer.
+type outlierReport struct {
+	Region   string            `json:"region"`
+	Outliers []catalog.Outlier `json:"outliers"`
+	// Classes are the cost-weighted classes whose spot rungs allow an outlier, by name.
+	Classes map[string]lint.OutlierImpact `json:"classes,omitempty"`
+}
+
+// listOutliers prints the region's spot outliers and, for the classes in -f, which spot
+// rungs allow them and whose ranking they decide.
+func listOutliers(c *cobra.Command, flags *inputFlags, cat *catalog.Catalog, region string) error {
+	report := outlierReport{Region: region, Outliers: cat.SpotOutliers(region)}
+	if report.Outliers == nil {
+		report.Outliers = []catalog.Outlier{}
+	}
+	if len(flags.files) > 0 {
+		in, err := flags.load(c, catalogOutputs...)
+		if err != nil {
+			return err
+		}
+		report.Classes = map[string]lint.OutlierImpact{}
+		for _, lc := range in.renderEach() {
+			if impact, ok := lint.Outliers(lc, in.opts, report.Outliers); ok {
+				report.Classes[lc.Class.Name] = impact
+			}
+		}
+	}
+	out := c.OutOrStdout()
+	if flags.output == "json" {
+		return writeJSON(out, report)
+	}
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "FAMILY\tCATEGORY\tTYPES\tSPOT-DISCOUNT\tCATEGORY-MEDIAN\tZ")
+	for _, o := range report.Outliers {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%.0f%%\t%.0f%%\t%s\n", o.Family, o.Category, len(o.Types), 100*o.Discount, 100*o.CategoryMedian, o.ZText())
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if report.Classes == nil {
+		return nil
+	}
+	fmt.Fprintln(out)
+	w = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "CLASS\tOUTLIERS\tSPOT-RUNGS-ALLOWING\tDECIDES (weight with -> without)")
+	for _, name := range slices.Sorted(maps.Keys(report.Classes)) {
+		impact := report.Classes[name]
+		fams := make([]string, len(impact.Outliers))
+		for i, o := range impact.Outliers {
+			fams[i] = o.Family
+		}
+		decides := "no weight"
+		if len(impact.Decided) > 0 {
+			decides = strings.Join(impact.Decided, ", ")
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", name, strings.Join(fams, ","), strings.Join(impact.Allowing, ","), decides)
+	}
+	return w.Flush()
 }
 
 // catalogOutputs are the output formats catalog accepts.
@@ -137,7 +226,7 @@ func writeCatalog(c *cobra.Command, rows []catalogRow, format string) error {
 		return writeJSON(out, rows)
 	}
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "RUNG\tTYPE\tARCH\tVCPU\tMEMORY\tGPUS\tON-DEMAND\tSPOT-MIN\tSPOT-AVG\tINTERRUPTION\t$/VCPU-H")
+	fmt.Fprintln(w, "RUNG\tTYPE\tARCH\tVCPU\tMEMORY\tGPUS\tON-DEMAND\tSPOT-MIN\tSPOT-AVG\tINTERRUPTION\t$/VCPU-H\tPRICE-SOURCE\tOUTLIER")
 	for _, r := range rows {
 		gpus := "-"
 		if r.GPUs > 0 {
@@ -148,10 +237,18 @@ func writeCatalog(c *cobra.Command, rows []catalogRow, format string) error {
 			mem, arch, vcpu = fmt.Sprintf("%.1fGi", float64(r.MemoryMiB)/1024), r.Arch, fmt.Sprint(r.VCPU)
 			perVCPU = fmt.Sprintf("%.5f", r.PerVCPU)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%.5f\t%s\t%s\t%s\t%s\n", dash(r.Rung), r.Name, arch, vcpu, mem, gpus,
-			r.Price.OnDemand, money(r.Price.SpotMin), money(r.Price.SpotAvg), r.Price.Interruption, perVCPU)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%.5f\t%s\t%s\t%s\t%s\t%s\t%s\n", dash(r.Rung), r.Name, arch, vcpu, mem, gpus,
+			r.Price.OnDemand, money(r.Price.SpotMin), money(r.Price.SpotAvg), r.Price.Interruption, perVCPU, priceSource(r.Price), dash(r.Outlier))
 	}
 	return w.Flush()
+}
+
+// priceSource names one source when both prices share it, else each.
+func priceSource(p *catalog.Price) string {
+	if p.SpotSource == "" || p.SpotSource == p.OnDemandSource {
+		return dash(p.OnDemandSource)
+	}
+	return "on-demand " + dash(p.OnDemandSource) + "; spot " + p.SpotSource
 }
 
 func money(v float64) string {

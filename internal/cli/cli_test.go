@@ -3,6 +3,9 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -107,6 +110,149 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		if code, _, stderr := run(t, "", args...); code != ExitUsage {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, code, stderr)
 		}
+	}
+}
+
+func TestUsageErrorsPrintTheHelpHint(t *testing.T) {
+	for _, args := range [][]string{{"render", "-f", samples, "extra-arg"}, {"no-such-command"}, {"signals", "publish"}} {
+		if code, _, stderr := run(t, "", args...); code != ExitUsage || !strings.Contains(stderr, "Run 'poolsmith --help'") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+}
+
+func TestRuntimeFailuresExitThreeWithoutUsageHint(t *testing.T) {
+	// An API server nobody listens on: the command was right, the world was not.
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	unreachable := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n" +
+		"users: [{name: u, user: {token: x}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n"
+	if err := os.WriteFile(kubeconfig, []byte(unreachable), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"diff", "-f", samples, "--kubeconfig", kubeconfig},
+		{"signals", "publish", "--feed", "../signals/testdata/spot-advisor-data.json", "--kubeconfig", kubeconfig},
+		{"migrate", "-f", "../migrate/testdata/v1beta1.yaml", "--report", filepath.Join(t.TempDir(), "no-such-dir", "report.txt")},
+	} {
+		code, _, stderr := run(t, "", args...)
+		if code != ExitRuntime || strings.Contains(stderr, "--help") || stderr == "" {
+			t.Errorf("%v: exit %d, want 3 without a usage hint: %q", args[0], code, stderr)
+		}
+	}
+}
+
+func TestEveryCommandHelpListsTheExitCodes(t *testing.T) {
+	for _, cmd := range [][]string{{"render"}, {"explain"}, {"lint"}, {"diff"}, {"simulate"}, {"migrate"}, {"catalog"}, {"manager"}, {"signals", "publish"}} {
+		code, out, _ := run(t, "", append(cmd, "--help")...)
+		if code != ExitOK || !strings.Contains(out, "2 usage") || !strings.Contains(out, "3 runtime failure") {
+			t.Errorf("%v --help: exit %d, lacks the exit codes", cmd, code)
+		}
+	}
+}
+
+func TestDuplicateGeneratedNamesAcrossClassesFailRenderExplainLint(t *testing.T) {
+	for _, cmd := range []string{"render", "explain", "lint"} {
+		code, out, stderr := run(t, "", cmd, "-f", "testdata/shared-rung-name.yaml")
+		all := out + stderr
+		if code != ExitFindings || !strings.Contains(all, "NodePool/web-spot-arm64-spot-arm64") || !strings.Contains(all, "name-collision") {
+			t.Errorf("%s: exit %d, want 1 naming the NodePool:\n%s", cmd, code, all)
+		}
+		if cmd != "lint" && out != "" {
+			t.Errorf("%s printed objects for an input it refuses", cmd)
+		}
+	}
+}
+
+func TestReservedPoolsmithLabelOnAClassIsRefused(t *testing.T) {
+	for _, cmd := range []string{"render", "explain", "lint"} {
+		code, out, stderr := run(t, "", cmd, "-f", "testdata/reserved-label.yaml")
+		// Validation against the CRD or the renderer: either names the field and the rule.
+		all := out + stderr
+		if code != ExitFindings || !strings.Contains(all, "spec.labels") || !strings.Contains(all, "poolsmith.dev label domain is reserved") {
+			t.Errorf("%s: exit %d\n%s%s", cmd, code, out, stderr)
+		}
+	}
+}
+
+func TestEmptyInputSaysSoAndExitsOne(t *testing.T) {
+	dir := t.TempDir()
+	for _, cmd := range []string{"render", "explain", "lint"} {
+		for _, args := range [][]string{{cmd, "-f", dir}, {cmd, "-f", "-"}} {
+			code, out, stderr := run(t, "", args...)
+			if code != ExitFindings || out != "" || !strings.Contains(stderr, "no Baseline or WorkloadClass found in the input") {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, stderr)
+			}
+		}
+	}
+	code, _, stderr := run(t, "", "render", "-f", samples+"/poolsmith_v1alpha1_baseline.yaml")
+	if code != ExitFindings || !strings.Contains(stderr, "no WorkloadClass found in the input, only Baselines") {
+		t.Errorf("Baseline only: exit %d, %q", code, stderr)
+	}
+}
+
+func TestTooManyClassesAreRefused(t *testing.T) {
+	var in strings.Builder
+	in.WriteString(mustRead(t, samples+"/poolsmith_v1alpha1_baseline.yaml"))
+	for i := range MaxClasses + 1 {
+		fmt.Fprintf(&in, "\n---\n{\"apiVersion\": \"poolsmith.dev/v1alpha1\", \"kind\": \"WorkloadClass\", \"metadata\": {\"name\": \"c%d\"}}", i)
+	}
+	code, out, stderr := run(t, in.String(), "render", "-f", "-")
+	if code != ExitFindings || out != "" || !strings.Contains(stderr, "the input has 5001 WorkloadClasses; at most 5000") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestSpecialFilesAreRefusedNotRead(t *testing.T) {
+	for _, args := range [][]string{
+		{"render", "-f", "/dev/zero"},
+		{"render", "-f", samples, "--signals", "/dev/zero"},
+		{"signals", "publish", "--feed", "/dev/zero", "--dry-run"},
+	} {
+		code, _, stderr := run(t, "", args...)
+		if code != ExitFindings || !strings.Contains(stderr, "/dev/zero is not a regular file") {
+			t.Errorf("%v: exit %d, %q", args, code, stderr)
+		}
+	}
+}
+
+func TestBadDurationsNameTheFieldWithAHint(t *testing.T) {
+	base := mustRead(t, samples+"/poolsmith_v1alpha1_baseline.yaml")
+	for _, tc := range []struct{ spec, field, value string }{
+		{"expireAfter: 1d", "spec.expireAfter", `"1d"`},
+		{"disruption: {consolidateAfter: forever}", "spec.disruption.consolidateAfter", `"forever"`},
+		{"terminationGracePeriod: 2days", "spec.terminationGracePeriod", `"2days"`},
+		{"disruption: {budgets: [{nodes: '1', schedule: '@daily', duration: 1w}]}", "spec.disruption.budgets[0].duration", `"1w"`},
+	} {
+		in := base + "\n---\napiVersion: poolsmith.dev/v1alpha1\nkind: WorkloadClass\nmetadata: {name: web}\nspec:\n  " + tc.spec + "\n"
+		code, _, stderr := run(t, in, "render", "-f", "-")
+		// The field and the value, and what to write (the renderer's hint, or the CRD's
+		// pattern when the input is validated against the CRD first); not only Go's parser.
+		named := strings.Contains(stderr, "WorkloadClass web): "+tc.field+": ")
+		hint := strings.Contains(stderr, "720h") || strings.Contains(stderr, "should match")
+		if code != ExitFindings || !named || !strings.Contains(stderr, tc.value) || !hint || strings.Contains(stderr, "time: ") {
+			t.Errorf("%s: exit %d, %q", tc.spec, code, stderr)
+		}
+	}
+}
+
+func TestLongClassNameBlamesMetadataName(t *testing.T) {
+	in := mustRead(t, samples+"/poolsmith_v1alpha1_baseline.yaml") + "\n---\napiVersion: poolsmith.dev/v1alpha1\nkind: WorkloadClass\nmetadata: {name: " + strings.Repeat("a", 64) + "}\n"
+	code, _, stderr := run(t, in, "render", "-f", "-")
+	if code != ExitFindings || !strings.Contains(stderr, "metadata.name") || strings.Contains(stderr, "spec.labels") {
+		t.Errorf("exit %d, %q", code, stderr)
+	}
+}
+
+func TestSimulateRefusesBadZonesAndNamesBadReplicas(t *testing.T) {
+	for _, zones := range []string{",,,", "us-east-1a,,us-east-1b", "US_EAST"} {
+		if code, _, stderr := run(t, "", "simulate", "-f", samples, "-f", samples+"/workloads", "--zones", zones); code != ExitUsage || !strings.Contains(stderr, "--zones") {
+			t.Errorf("--zones %q: exit %d, %q", zones, code, stderr)
+		}
+	}
+	in := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: -5, template: {spec: {containers: [{name: c}]}}}\n"
+	code, _, stderr := run(t, in, "simulate", "-f", samples, "-f", "-")
+	if code != ExitFindings || !strings.Contains(stderr, "spec.replicas: -5 must not be negative") || strings.Contains(stderr, "no workload") {
+		t.Errorf("replicas -5: exit %d, %q", code, stderr)
 	}
 }
 

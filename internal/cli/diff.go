@@ -2,152 +2,219 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"strings"
+	"time"
 
-	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/controllers"
+	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/diff"
+	"github.com/poolsmith/poolsmith/internal/observe"
+	"github.com/poolsmith/poolsmith/internal/operator"
+	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/render"
+	"github.com/poolsmith/poolsmith/internal/validate"
 )
 
+// diffFlags are what the manager would be run with: the plan depends on them.
+type diffFlags struct {
+	inputFlags
+	kubeconfig       string
+	signalsConfigMap string
+	signalsMaxAge    time.Duration
+	nodeOverlays     bool
+}
+
 func newDiffCommand() *cobra.Command {
-	var flags inputFlags
-	var kubeconfig string
+	var flags diffFlags
 	c := &cobra.Command{
 		Use:   "diff -f PATH [--kubeconfig FILE]",
-		Short: "Show what applying the classes would change in a live cluster, and what would drift",
-		Long: `Render every class and compare each generated object with the live cluster: objects
-to create, fields to update (and whether Karpenter would then replace nodes: "will drift"
-when Karpenter's own hash changes, "may drift" when AMI, subnet or security-group
-selectors change), NodePools the class no longer renders, and names held by objects
-Poolsmith does not manage. Exits 1 when anything would change.`,
+		Short: "Show what the controller would write for the classes in a live cluster, and what would drift",
+		Long: `Plan every class against the live cluster exactly as the controller's next reconcile
+would: the same Baseline lookup (the input's Baseline, else the cluster's), the same spot
+signals (the cluster's signals ConfigMap, judged by --signals-max-age), the same usage
+(each NodePool's status.resources), the same ownership (a controller ownerReference to the
+class as the cluster holds it) and the same validation against Karpenter's CRDs. It prints
+one line per object: create; update (with each field set, changed or removed, and "will
+drift" when Karpenter's own hash changes, "may drift" when AMI, subnet or security-group
+selectors change); unchanged; conflict (a name held by an object the class does not
+control: then nothing of the class is written); and, for NodePools the class no longer
+renders, delete, retire, retiring or orphan by its prunePolicy. Exits 1 when anything
+would be written, a conflict blocks the class or a write would be refused.`,
 		Example: `  poolsmith diff -f config/samples/ --kubeconfig ~/.kube/config`,
 		Args:    cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			results, err := flags.renderAll(c, "", "text")
-			if err != nil {
-				return err
-			}
-			cl, err := liveClient(kubeconfig)
-			if err != nil {
-				return err
-			}
-			changed, err := diffResults(c.Context(), cl, c.OutOrStdout(), results)
-			if err != nil {
-				return err
-			}
-			if changed {
-				return exitError{ExitFindings}
-			}
-			return nil
-		},
+		RunE:    func(c *cobra.Command, _ []string) error { return runDiff(c, &flags) },
 	}
-	flags.register(c, "text")
-	c.Flags().StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; defaults to $KUBECONFIG, then ~/.kube/config")
+	flags.registerInput(c, "text")
+	c.Flags().StringVar(&flags.region, "region", catalog.DefaultRegion, "the cluster's AWS region, as the manager's --region")
+	c.Flags().StringVar(&flags.kubeconfig, "kubeconfig", "", "path to a kubeconfig; defaults to $KUBECONFIG, then ~/.kube/config")
+	c.Flags().StringVar(&flags.signalsConfigMap, "signals-configmap", operator.DefaultSignalsConfigMap.String(), "NAMESPACE/NAME of the signals ConfigMap, as the manager's --signals-configmap")
+	c.Flags().DurationVar(&flags.signalsMaxAge, "signals-max-age", operator.DefaultSignalsMaxAge, "as the manager's --signals-max-age")
+	c.Flags().BoolVar(&flags.nodeOverlays, "node-overlays", false, "as the manager's --node-overlays")
 	return c
 }
 
-// diffResults prints one line per object and its changed fields; it reports whether
-// anything would change.
-func diffResults(ctx context.Context, c client.Reader, w io.Writer, results []*render.Result) (bool, error) {
+func runDiff(c *cobra.Command, flags *diffFlags) error {
+	ns, name, ok := strings.Cut(flags.signalsConfigMap, "/")
+	if !ok || ns == "" || name == "" {
+		return usageError{fmt.Errorf("--signals-configmap %q must be NAMESPACE/NAME", flags.signalsConfigMap)}
+	}
+	if flags.output != "" && flags.output != "text" {
+		return usageError{fmt.Errorf("unknown output format %q (allowed: [text])", flags.output)}
+	}
+	in, err := loadInput(flags.files, c.InOrStdin(), c.ErrOrStderr(), nil)
+	if err != nil {
+		return err
+	}
+	cl, err := liveClient(flags.kubeconfig)
+	if err != nil {
+		return err
+	}
+	ctx := c.Context()
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	signals := &controllers.CostSignals{ConfigMap: types.NamespacedName{Namespace: ns, Name: name}, Region: flags.region, MaxAge: flags.signalsMaxAge}
+	cat, freshness, err := signals.Catalog(ctx, cl)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.ErrOrStderr(), "signals: %s: %s\n", freshness.Reason, freshness.Message)
+	d := differ{cluster: observe.Cluster{Cached: cl, Direct: cl, NodeOverlays: flags.nodeOverlays}, reader: cl, in: in,
+		opts: render.Options{Region: flags.region, Catalog: cat}, w: c.OutOrStdout()}
+	changed, err := d.run(ctx)
+	if err != nil {
+		return err
+	}
+	if changed {
+		return exitError{ExitFindings}
+	}
+	return nil
+}
+
+// differ plans each input class against the cluster and prints the plans.
+type differ struct {
+	cluster observe.Cluster
+	reader  client.Reader
+	in      *input
+	opts    render.Options
+	w       io.Writer
+}
+
+// run reports whether the controller would write anything or be blocked.
+func (d differ) run(ctx context.Context) (bool, error) {
 	changed := false
-	for _, res := range results {
-		objs := []client.Object{res.NodeClass}
-		for _, np := range res.NodePools {
-			objs = append(objs, np)
-		}
-		for _, want := range objs {
-			c, err := diffObject(ctx, c, w, res.Class, want)
-			if err != nil {
-				return false, err
-			}
-			changed = changed || c
-		}
-		pruned, err := unrendered(ctx, c, res)
+	var invalid inputError
+	for _, wc := range d.in.classes {
+		ref := "WorkloadClass/" + wc.Name
+		baseline, err := d.baseline(ctx, wc)
 		if err != nil {
 			return false, err
 		}
-		for _, name := range pruned {
-			fmt.Fprintf(w, "NodePool/%s: no longer rendered by class %s: pruned by its prunePolicy\n", name, res.Class)
+		if baseline == nil {
+			fmt.Fprintf(d.w, "%s: Baseline %q is neither in the input nor in the cluster: the controller leaves its children as they are\n", ref, wc.BaselineName())
+			changed = true
+			continue
+		}
+		// Ownership is by the class's UID as the cluster holds it; a class not created yet
+		// owns nothing.
+		owner := wc.DeepCopy()
+		live := &v1alpha1.WorkloadClass{}
+		switch err := d.reader.Get(ctx, client.ObjectKey{Name: wc.Name}, live); {
+		case err == nil:
+			owner.UID = live.UID
+		case !apierrors.IsNotFound(err):
+			return false, fmt.Errorf("reading %s: %w", ref, err)
+		}
+		out, err := d.cluster.Plan(ctx, owner, baseline, d.opts)
+		var rerrs render.Errors
+		if errors.As(err, &rerrs) {
+			where := d.in.where[ref]
+			for _, e := range rerrs {
+				invalid = append(invalid, fmt.Sprintf("%s: %s (%s)", where, e.Error(), e.Reason))
+			}
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		if printPlan(d.w, out) {
 			changed = true
 		}
+	}
+	if len(invalid) > 0 {
+		return false, invalid
 	}
 	return changed, nil
 }
 
-func diffObject(ctx context.Context, c client.Reader, w io.Writer, class string, want client.Object) (bool, error) {
-	var have client.Object
-	var drift func() diff.Drift
-	switch t := want.(type) {
-	case *karpv1.NodePool:
-		live := &karpv1.NodePool{}
-		have, drift = live, func() diff.Drift { return diff.NodePoolDrift(t, live) }
-	case *awsv1.EC2NodeClass:
-		live := &awsv1.EC2NodeClass{}
-		have, drift = live, func() diff.Drift { return diff.NodeClassDrift(t, live) }
+// baseline is the input's Baseline of that name, else the cluster's; nil when neither has it.
+func (d differ) baseline(ctx context.Context, wc *v1alpha1.WorkloadClass) (*v1alpha1.Baseline, error) {
+	if b, ok := d.in.baselines[wc.BaselineName()]; ok {
+		return b, nil
 	}
-	ref := want.GetObjectKind().GroupVersionKind().Kind + "/" + want.GetName()
-	if err := c.Get(ctx, client.ObjectKey{Name: want.GetName()}, have); err != nil {
+	b := &v1alpha1.Baseline{}
+	if err := d.reader.Get(ctx, client.ObjectKey{Name: wc.BaselineName()}, b); err != nil {
 		if apierrors.IsNotFound(err) {
-			fmt.Fprintf(w, "%s: create\n", ref)
-			return true, nil
+			return nil, nil
 		}
-		return false, fmt.Errorf("reading %s: %w", ref, err)
+		return nil, fmt.Errorf("reading Baseline %s: %w", wc.BaselineName(), err)
 	}
-	if have.GetLabels()[v1alpha1.LabelClass] != class || have.GetLabels()[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue {
-		fmt.Fprintf(w, "%s: conflict: exists and is not managed by Poolsmith for class %s; the controller leaves it untouched\n", ref, class)
-		return true, nil
-	}
-	wantDoc, err := render.CleanJSON(want)
-	if err != nil {
-		return false, err
-	}
-	haveDoc, err := render.CleanJSON(have)
-	if err != nil {
-		return false, err
-	}
-	changes := diff.Changes(wantDoc, haveDoc)
-	if len(changes) == 0 {
-		fmt.Fprintf(w, "%s: unchanged\n", ref)
-		return false, nil
-	}
-	note := ""
-	if d := drift(); d != diff.NoDrift {
-		note = " (" + string(d) + ")"
-	}
-	fmt.Fprintf(w, "%s: update%s\n", ref, note)
-	for _, ch := range changes {
-		fmt.Fprintf(w, "    %s\n", ch)
-	}
-	return true, nil
+	return b, nil
 }
 
-// unrendered are the class's live NodePools that the render no longer has.
-func unrendered(ctx context.Context, c client.Reader, res *render.Result) ([]string, error) {
-	list := &karpv1.NodePoolList{}
-	if err := c.List(ctx, list, client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue, v1alpha1.LabelClass: res.Class}); err != nil {
-		return nil, fmt.Errorf("listing NodePools of class %s: %w", res.Class, err)
-	}
-	desired := map[string]bool{}
-	for _, np := range res.NodePools {
-		desired[np.Name] = true
-	}
-	var out []string
-	for _, np := range list.Items {
-		if !desired[np.Name] {
-			out = append(out, np.Name)
+// printPlan prints one line per step, with the fields of updates; it reports whether the
+// controller would write anything or be held back.
+func printPlan(w io.Writer, out *observe.Outcome) bool {
+	p := out.Plan
+	for _, s := range p.Steps {
+		switch s.Action {
+		case plan.Update, plan.Revive:
+			note := ""
+			if s.Drift != "" {
+				note = " (" + string(s.Drift) + ")"
+			}
+			if s.Action == plan.Revive {
+				note += " (revive: undo its retirement)"
+			}
+			fmt.Fprintf(w, "%s: update%s\n", s.Ref(), note)
+			for _, ch := range append(append([]diff.Change{}, s.Changes...), s.Removed...) {
+				fmt.Fprintf(w, "    %s\n", ch)
+			}
+		case plan.Conflict:
+			fmt.Fprintf(w, "%s: conflict: exists and is not controlled by class %s; the controller leaves it untouched\n", s.Ref(), p.Class)
+		case plan.Delete:
+			fmt.Fprintf(w, "%s: delete: no longer rendered by class %s\n", s.Ref(), p.Class)
+		case plan.Retire:
+			fmt.Fprintf(w, "%s: retire: no longer rendered by class %s; limits set to zero, deleted once Karpenter reports no nodes\n", s.Ref(), p.Class)
+		case plan.Retiring:
+			fmt.Fprintf(w, "%s: retiring: no longer rendered by class %s; waiting for Karpenter to drain it (no write)\n", s.Ref(), p.Class)
+		case plan.Orphan:
+			fmt.Fprintf(w, "%s: orphan: no longer rendered by class %s; released, left in place\n", s.Ref(), p.Class)
+		default:
+			fmt.Fprintf(w, "%s: %s\n", s.Ref(), s.Action)
 		}
 	}
-	sort.Strings(out)
-	return out, nil
+	switch {
+	case p.Blocked():
+		fmt.Fprintf(w, "WorkloadClass/%s: blocked: nothing of the class is written while %s exist\n", p.Class, strings.Join(p.Conflicts(), ", "))
+		return true
+	case len(out.Invalid) > 0:
+		fmt.Fprintf(w, "WorkloadClass/%s: invalid: Karpenter's CRDs would refuse these writes, so nothing of the class is written:\n", p.Class)
+		for _, in := range out.Invalid {
+			for _, cause := range validate.Causes(in.Err) {
+				fmt.Fprintf(w, "    %s: %s\n", in.Step.Ref(), cause)
+			}
+		}
+		return true
+	}
+	return p.Changed()
 }

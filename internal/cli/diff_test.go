@@ -4,18 +4,28 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/yaml"
 
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/controllers"
 	"github.com/poolsmith/poolsmith/internal/manifest"
+	"github.com/poolsmith/poolsmith/internal/operator"
+	"github.com/poolsmith/poolsmith/internal/plan"
+	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/signals"
 	"github.com/poolsmith/poolsmith/internal/testenv"
 )
@@ -69,71 +79,195 @@ func TestSignalsPublishWritesWhatTheControllerReads(t *testing.T) {
 	if code, _, stderr := run(t, "", "signals", "publish", "--feed", "../signals/testdata/spot-advisor-data.json", "--region", "ap-south-9", "--dry-run"); code != ExitFindings || !strings.Contains(stderr, "no Linux data for ap-south-9") {
 		t.Errorf("unknown region: exit %d %s", code, stderr)
 	}
+
+	t.Run("an RBAC refusal is a runtime failure: exit 3, no usage hint", func(t *testing.T) {
+		nobody, err := env.AddUser(envtest.User{Name: "nobody"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := nobody.KubeConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		forbidden := filepath.Join(t.TempDir(), "kubeconfig")
+		if err := os.WriteFile(forbidden, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := run(t, "", "signals", "publish", "--feed", "../signals/testdata/spot-advisor-data.json", "--kubeconfig", forbidden)
+		if code != ExitRuntime || !strings.Contains(stderr, "forbidden") || strings.Contains(stderr, "--help") {
+			t.Errorf("exit %d, want 3: %s", code, stderr)
+		}
+	})
 }
 
-func TestDiffAgainstALiveCluster(t *testing.T) {
+// recorder records the writes a client sends for Poolsmith's children, as
+// "verb KIND/NAME".
+type recorder struct{ writes []string }
+
+func (r *recorder) client(c client.WithWatch) client.WithWatch {
+	record := func(verb string, obj client.Object) {
+		kind := obj.GetObjectKind().GroupVersionKind().Kind
+		if kind == "" {
+			kind = plan.KindOf(obj)
+		}
+		if kind == plan.KindNodePool || kind == plan.KindNodeClass || kind == plan.KindNodeOverlay {
+			r.writes = append(r.writes, verb+" "+kind+"/"+obj.GetName())
+		}
+	}
+	return interceptor.NewClient(c, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			record("create", obj)
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			record("update", obj)
+			return c.Update(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			record("patch", obj)
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			r.writes = append(r.writes, "apply")
+			return c.Apply(ctx, obj, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			record("delete", obj)
+			return c.Delete(ctx, obj, opts...)
+		},
+	})
+}
+
+// reconcileOnce runs one reconcile of the real controller, recording its writes.
+func reconcileOnce(t *testing.T, env *testenv.Env, class string) []string {
+	t.Helper()
+	cl, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	r := &controllers.WorkloadClassReconciler{Client: rec.client(cl), APIReader: cl,
+		Signals: &controllers.CostSignals{ConfigMap: operator.DefaultSignalsConfigMap, Region: "us-east-1", MaxAge: operator.DefaultSignalsMaxAge}}
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: class}}); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	sort.Strings(rec.writes)
+	return rec.writes
+}
+
+// plannedWrites are the writes a diff output announces, as "verb KIND/NAME".
+func plannedWrites(out string) []string {
+	verbs := map[string]string{"create": "create", "update": "update", "retire": "update", "orphan": "update", "delete": "delete"}
+	var writes []string
+	for _, line := range strings.Split(out, "\n") {
+		ref, rest, ok := strings.Cut(line, ": ")
+		if !ok || strings.HasPrefix(line, " ") || strings.HasPrefix(ref, "WorkloadClass/") {
+			continue
+		}
+		action, _, _ := strings.Cut(rest, " ")
+		action = strings.TrimSuffix(action, ":")
+		if verb, ok := verbs[action]; ok {
+			writes = append(writes, verb+" "+ref)
+		}
+	}
+	sort.Strings(writes)
+	return writes
+}
+
+func TestDiffShowsExactlyWhatTheNextReconcileWrites(t *testing.T) {
 	env, kubeconfig := liveCluster(t)
 	ctx := context.Background()
-	ci := samples + "/poolsmith_v1alpha1_workloadclass_ci.yaml"
+	dir := t.TempDir()
 	base := samples + "/poolsmith_v1alpha1_baseline.yaml"
-
-	code, out, stderr := run(t, "", "diff", "-f", base, "-f", ci, "--kubeconfig", kubeconfig)
-	if code != ExitFindings || !strings.Contains(out, "EC2NodeClass/ci: create") || !strings.Contains(out, "NodePool/ci-spot-arm64: create") {
-		t.Fatalf("empty cluster: exit %d\n%s%s", code, out, stderr)
-	}
-
-	// Apply exactly what render prints, as the controller would.
-	_, rendered, _ := run(t, "", "render", "-f", base, "-f", ci)
-	objs, err := manifest.Decode("render", strings.NewReader(rendered))
+	classFile := filepath.Join(dir, "ci.yaml")
+	objs, err := manifest.Load([]string{base, samples + "/poolsmith_v1alpha1_workloadclass_ci.yaml"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range objs {
-		if err := env.Client.Patch(ctx, o.Unstructured, client.Apply, client.FieldOwner("poolsmith"), client.ForceOwnership); err != nil {
+		if err := env.Client.Create(ctx, o.Unstructured); err != nil {
 			t.Fatal(err)
 		}
 	}
-	code, out, _ = run(t, "", "diff", "-f", base, "-f", ci, "--kubeconfig", kubeconfig)
-	if code != ExitOK || strings.Count(out, ": unchanged") != 5 {
-		t.Fatalf("after apply: exit %d\n%s", code, out)
+	writeClass := func() {
+		wc := &v1alpha1.WorkloadClass{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "ci"}, wc); err != nil {
+			t.Fatal(err)
+		}
+		wc.APIVersion, wc.Kind = v1alpha1.GroupVersion.String(), "WorkloadClass"
+		doc, _ := render.CleanJSON(wc)
+		b, _ := yaml.Marshal(doc)
+		if err := os.WriteFile(classFile, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	diffAndReconcile := func(step string) string {
+		t.Helper()
+		writeClass()
+		code, out, stderr := run(t, "", "diff", "-f", base, "-f", classFile, "--kubeconfig", kubeconfig)
+		planned := plannedWrites(out)
+		if wantCode := map[bool]int{true: ExitFindings, false: ExitOK}[len(planned) > 0]; code != wantCode {
+			t.Fatalf("%s: diff exit %d, want %d\n%s%s", step, code, wantCode, out, stderr)
+		}
+		written := reconcileOnce(t, env, "ci")
+		if strings.Join(written, "\n") != strings.Join(planned, "\n") {
+			t.Fatalf("%s: diff announced\n  %s\nthe reconcile wrote\n  %s\ndiff output:\n%s", step, strings.Join(planned, "\n  "), strings.Join(written, "\n  "), out)
+		}
+		return out
 	}
 
-	// A hand edit that Karpenter hashes, a weight edit that it does not, and a stale rung.
-	np := &karpv1.NodePool{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: "ci-spot-arm64"}, np); err != nil {
+	out := diffAndReconcile("empty cluster")
+	for _, want := range []string{"EC2NodeClass/ci: create", "NodePool/ci-spot-arm64: create"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("empty cluster: diff lacks %q:\n%s", want, out)
+		}
+	}
+	if out := diffAndReconcile("after the first reconcile"); strings.Count(out, ": unchanged") != 5 {
+		t.Fatalf("after the first reconcile:\n%s", out)
+	}
+
+	// A hand edit Karpenter hashes, a weight edit it does not, a foreign taint, and a class
+	// edit that drops a rung.
+	edit := func(name string, f func(*karpv1.NodePool)) {
+		np := &karpv1.NodePool{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, np); err != nil {
+			t.Fatal(err)
+		}
+		f(np)
+		if err := env.Client.Update(ctx, np); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit("ci-spot-arm64", func(np *karpv1.NodePool) { np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("1h") })
+	edit("ci-spot-amd64", func(np *karpv1.NodePool) {
+		np.Spec.Weight = ptrTo[int32](1)
+		np.Spec.Template.Spec.Taints = append(np.Spec.Template.Spec.Taints, corev1.Taint{Key: "evil", Effect: corev1.TaintEffectNoExecute})
+	})
+	edit("ci-on-demand-arm64", func(np *karpv1.NodePool) {
+		np.Spec.Template.Annotations = map[string]string{"example.com/hand": "added"}
+	})
+	wc := &v1alpha1.WorkloadClass{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "ci"}, wc); err != nil {
 		t.Fatal(err)
 	}
-	np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("1h")
-	if err := env.Client.Update(ctx, np); err != nil {
+	wc.Spec.Architectures = []v1alpha1.Architecture{v1alpha1.ArchitectureARM64}
+	if err := env.Client.Update(ctx, wc); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: "ci-spot-amd64"}, np); err != nil {
-		t.Fatal(err)
-	}
-	np.Spec.Weight = ptrTo[int32](1)
-	if err := env.Client.Update(ctx, np); err != nil {
-		t.Fatal(err)
-	}
-	stale := np.DeepCopy()
-	stale.ObjectMeta = np.ObjectMeta
-	stale.Name, stale.ResourceVersion, stale.UID = "ci-reserved-amd64", "", ""
-	if err := env.Client.Create(ctx, stale); err != nil {
-		t.Fatal(err)
-	}
-	code, out, _ = run(t, "", "diff", "-f", base, "-f", ci, "--kubeconfig", kubeconfig)
+	out = diffAndReconcile("after hand edits")
 	for _, want := range []string{
 		"NodePool/ci-spot-arm64: update (will drift)",
 		`spec.template.spec.expireAfter: "1h" -> "24h"`,
-		"NodePool/ci-spot-amd64: update\n",
-		"spec.weight: 1 -> 59",
-		"NodePool/ci-reserved-amd64: no longer rendered by class ci",
+		`spec.template.metadata.annotations: {"example.com/hand":"added"} -> (removed)`,
+		"NodePool/ci-spot-amd64: delete: no longer rendered by class ci",
+		"NodePool/ci-on-demand-amd64: delete",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("diff lacks %q:\n%s", want, out)
 		}
 	}
-	if code != ExitFindings {
-		t.Errorf("exit %d, want 1", code)
+	if out := diffAndReconcile("after the second reconcile"); strings.Count(out, ": unchanged") != 3 {
+		t.Fatalf("after the second reconcile:\n%s", out)
 	}
 }
 

@@ -7,10 +7,13 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/lint"
 	"github.com/poolsmith/poolsmith/internal/manifest"
 	"github.com/poolsmith/poolsmith/internal/render"
+	"github.com/poolsmith/poolsmith/internal/validate"
 )
 
 // input is the Baselines and WorkloadClasses read from -f paths.
@@ -24,6 +27,10 @@ type input struct {
 	// others are the objects of the extra kinds a command asked for (workloads).
 	others []manifest.Object
 }
+
+// MaxClasses is the most WorkloadClasses one command reads (a cluster's worth many
+// times over); with manifest.MaxInputBytes it bounds the work of an offline command.
+const MaxClasses = 5000
 
 // inputError is invalid input: every message names the file, the object and the field.
 type inputError []string
@@ -39,6 +46,10 @@ func loadInput(paths []string, stdin io.Reader, stderr io.Writer, extra map[stri
 	objs, err := manifest.Load(paths, stdin)
 	if err != nil {
 		return nil, inputError{err.Error()}
+	}
+	v, err := validate.Default()
+	if err != nil {
+		return nil, err
 	}
 	in := &input{baselines: map[string]*v1alpha1.Baseline{}, where: map[string]string{}}
 	var errs inputError
@@ -57,6 +68,15 @@ func loadInput(paths []string, stdin io.Reader, stderr io.Writer, extra map[stri
 			continue
 		}
 		in.where[key] = o.Where()
+		// Refuse what admission would: Poolsmith's CRD schema and CEL rules, in-process.
+		if v.Known(o.GroupVersionKind()) {
+			if err := v.Create(o.Object); err != nil {
+				for _, cause := range validate.Causes(err) {
+					errs = append(errs, fmt.Sprintf("%s: %s", o.Where(), cause))
+				}
+				continue
+			}
+		}
 		switch o.GetKind() {
 		case "Baseline":
 			b := &v1alpha1.Baseline{}
@@ -79,6 +99,14 @@ func loadInput(paths []string, stdin io.Reader, stderr io.Writer, extra map[stri
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	switch {
+	case len(in.classes) == 0 && len(in.baselines) == 0:
+		return nil, inputError{"no Baseline or WorkloadClass found in the input"}
+	case len(in.classes) == 0:
+		return nil, inputError{"no WorkloadClass found in the input, only Baselines: nothing to render"}
+	case len(in.classes) > MaxClasses:
+		return nil, inputError{fmt.Sprintf("the input has %d WorkloadClasses; at most %d are read at once", len(in.classes), MaxClasses)}
+	}
 	sort.Slice(in.classes, func(i, j int) bool { return in.classes[i].Name < in.classes[j].Name })
 	return in, nil
 }
@@ -90,12 +118,39 @@ func (in *input) renderEach() []lint.Class {
 		c := lint.Class{Class: wc, Baseline: in.baselines[wc.BaselineName()]}
 		if c.Baseline == nil {
 			c.Err = fmt.Errorf("spec.baselineRef: Baseline %q is not in the input", wc.BaselineName())
-		} else {
-			c.Result, c.Err = render.Render(c.Baseline, wc, in.opts)
+		} else if c.Result, c.Err = render.Render(c.Baseline, wc, in.opts); c.Err == nil {
+			c.Err = refusedByKarpenter(c.Result)
 		}
 		out = append(out, c)
 	}
 	return out
+}
+
+// refusedByKarpenter validates every rendered object against Karpenter's CRDs, as the
+// controller does before its first write, so the CLI never prints what the cluster refuses.
+func refusedByKarpenter(res *render.Result) error {
+	v, err := validate.Default()
+	if err != nil {
+		return err
+	}
+	docs, err := res.Objects()
+	if err != nil {
+		return err
+	}
+	var errs render.Errors
+	for _, doc := range docs {
+		if err := v.Create(doc); err != nil {
+			u := unstructured.Unstructured{Object: doc}
+			for _, cause := range validate.Causes(err) {
+				errs = append(errs, &render.Error{Reason: v1alpha1.ReasonInvalidSpec, Field: u.GetKind() + "/" + u.GetName(),
+					Message: "Karpenter's CRD refuses the rendered object: " + cause})
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
 }
 
 // renderAll renders every class; it fails with every class's errors, each naming its file.
@@ -115,6 +170,10 @@ func (in *input) renderAll() ([]*render.Result, error) {
 		default:
 			out = append(out, c.Result)
 		}
+	}
+	// Two classes rendering one name would fight over one object in the cluster.
+	for _, f := range lint.NameCollisions(out) {
+		errs = append(errs, fmt.Sprintf("%s: %s (%s)", f.Object, f.Message, f.Check))
 	}
 	if len(errs) > 0 {
 		return nil, errs

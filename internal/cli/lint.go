@@ -17,8 +17,9 @@ func newLintCommand() *cobra.Command {
 		Long: `Render every class and check: overlapping rungs; classes that can take the same
 pods with overlapping weight bands; rungs that select no instance type; Baseline labels
 or tags a class contradicts; taints pods must tolerate; fallback expiry without a
-terminationGracePeriod. Each finding is an error or a warning, one a line. Exits 1 when
-there is an error.`,
+terminationGracePeriod; spot rungs that allow types whose spot discount is an outlier in
+their category (a warning when they decide the ranking, else a note). Each finding is an
+error, a warning or a note (info), one a line. Exits 1 when there is an error.`,
 		Example: `  poolsmith lint -f config/samples/
   poolsmith lint -f classes/ -o json`,
 		Args: cobra.NoArgs,
@@ -27,7 +28,7 @@ there is an error.`,
 			if err != nil {
 				return err
 			}
-			findings := lint.Lint(in.renderEach())
+			findings := lint.Lint(in.renderEach(), in.opts)
 			out := c.OutOrStdout()
 			if flags.output == "json" {
 				if findings == nil {
@@ -44,13 +45,11 @@ there is an error.`,
 				if err := w.Flush(); err != nil {
 					return err
 				}
-				errs := 0
+				count := map[lint.Severity]int{}
 				for _, f := range findings {
-					if f.Severity == lint.Error {
-						errs++
-					}
+					count[f.Severity]++
 				}
-				fmt.Fprintf(c.ErrOrStderr(), "%d classes, %d errors, %d warnings\n", len(in.classes), errs, len(findings)-errs)
+				fmt.Fprintf(c.ErrOrStderr(), "%d classes, %d errors, %d warnings, %d notes\n", len(in.classes), count[lint.Error], count[lint.Warning], count[lint.Info])
 			}
 			if lint.HasErrors(findings) {
 				return exitError{ExitFindings}

@@ -32,6 +32,7 @@ func (f *managerFlags) register(c *cobra.Command) {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig; defaults to in-cluster config, then $KUBECONFIG, then ~/.kube/config")
 	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", ":8080", `address the Prometheus metrics endpoint binds to; "0" disables it`)
 	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz probes bind to")
+	fs.StringVar(&f.PprofAddr, "pprof-bind-address", "", "address net/http/pprof binds to, e.g. 127.0.0.1:6060; empty (the default) disables it")
 	fs.BoolVar(&f.LeaderElection, "leader-elect", true, "elect a leader so only one replica reconciles; turn off for a single local run")
 	fs.StringVar(&f.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease; required out of cluster when --leader-elect is on")
 	fs.IntVar(&f.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "WorkloadClasses reconciled in parallel")

@@ -81,7 +81,7 @@ func writeReport(c *cobra.Command, report migrate.Report, file, format string) e
 	if file != "" {
 		f, err := os.Create(file)
 		if err != nil {
-			return inputError{err.Error()}
+			return fmt.Errorf("writing the report: %w", err) // I/O: exit 3
 		}
 		defer f.Close()
 		w = f

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sort"
 
@@ -11,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/manifest"
 	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/signals"
 )
@@ -26,10 +26,15 @@ type inputFlags struct {
 }
 
 func (f *inputFlags) register(c *cobra.Command, outputs string) {
-	c.Flags().StringSliceVarP(&f.files, "filename", "f", nil, "file, directory or - (stdin) of multi-document YAML with Baselines and WorkloadClasses; repeatable")
-	c.Flags().StringVarP(&f.output, "output", "o", "", "output format: "+outputs)
+	f.registerInput(c, outputs)
 	c.Flags().StringVar(&f.region, "region", catalog.DefaultRegion, "AWS region whose prices and spot signals cost weights use")
 	c.Flags().StringVar(&f.signals, "signals", "", "spot signals to price with: the signals ConfigMap (YAML) or the Spot Instance Advisor feed (spot-advisor-data.json)")
+}
+
+// registerInput registers -f and -o only.
+func (f *inputFlags) registerInput(c *cobra.Command, outputs string) {
+	c.Flags().StringSliceVarP(&f.files, "filename", "f", nil, "file, directory or - (stdin) of multi-document YAML with Baselines and WorkloadClasses; repeatable")
+	c.Flags().StringVarP(&f.output, "output", "o", "", "output format: "+outputs)
 }
 
 // options are the render options the flags give: region, and the catalog with any
@@ -43,7 +48,7 @@ func (f *inputFlags) options() (render.Options, error) {
 	if f.signals == "" {
 		return opts, nil
 	}
-	data, err := os.ReadFile(f.signals)
+	data, err := manifest.ReadFile(f.signals)
 	if err != nil {
 		return opts, inputError{fmt.Sprintf("--signals: %v", err)}
 	}

@@ -11,11 +11,14 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit codes, as the README documents them.
+// Exit codes, one scheme for every command, as the README documents them.
 const (
 	ExitOK       = 0
 	ExitFindings = 1 // invalid input, lint errors, changes found
-	ExitUsage    = 2
+	ExitUsage    = 2 // a bad invocation: unknown command or flag, missing -f
+	// ExitRuntime is a failure to do the work the input asked for: an unreachable or
+	// refusing API server (RBAC included), an I/O error, a manager that stopped.
+	ExitRuntime = 3
 )
 
 // exitError carries an exit code out of a command; its message is already printed.
@@ -45,9 +48,39 @@ func Execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return ExitFindings
 	}
-	// Everything else is a bad invocation: unknown flags or commands, missing -f.
-	fmt.Fprintf(stderr, "poolsmith: %v\nRun 'poolsmith --help' for usage.\n", err)
-	return ExitUsage
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "poolsmith: %v\nRun 'poolsmith --help' for usage.\n", err)
+		return ExitUsage
+	}
+	// Everything else happened while doing the work: help would not help.
+	fmt.Fprintf(stderr, "poolsmith: %v\n", err)
+	return ExitRuntime
+}
+
+// exitCodesHelp ends every command's --help: one scheme for every command.
+const exitCodesHelp = `Exit status: 0 success; 1 findings (lint errors, changes, migrate errors or, with
+--check, warnings) or invalid input (stderr names the file, object and field); 2 usage
+error (unknown command or flag, missing -f); 3 runtime failure (API server unreachable or
+refusing the request, RBAC included; I/O error; the manager stopped with an error).`
+
+// usageArgs makes every command's positional-argument errors (and the root's unknown
+// commands) usage errors, and appends the exit codes to every command's help.
+func usageArgs(c *cobra.Command) {
+	if args := c.Args; args != nil {
+		c.Args = func(c *cobra.Command, a []string) error {
+			if err := args(c, a); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
+	if c.Long != "" {
+		c.Long += "\n\n" + exitCodesHelp
+	}
+	for _, sub := range c.Commands() {
+		usageArgs(sub)
+	}
 }
 
 func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -69,6 +102,7 @@ workload needs) into fully expanded Karpenter NodePools and EC2NodeClasses.`,
 	root.Flags().AddFlagSet(manager.Flags())
 	root.Args = cobra.NoArgs
 	root.RunE = manager.RunE
+	usageArgs(root)
 	return root
 }
 

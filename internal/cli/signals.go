@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/manifest"
 	"github.com/poolsmith/poolsmith/internal/operator"
 	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/signals"
@@ -43,7 +43,7 @@ config/samples/signals runs this after downloading the feed. --dry-run prints it
 			if feed == "" {
 				return usageError{fmt.Errorf("--feed is required")}
 			}
-			data, err := os.ReadFile(feed)
+			data, err := manifest.ReadFile(feed)
 			if err != nil {
 				return inputError{err.Error()}
 			}

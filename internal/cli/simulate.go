@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -33,6 +34,11 @@ totals: nodes, distinct instance types, distinct families and cost per hour.
   poolsmith simulate -f config/samples/ -f config/samples/workloads/ --compare-nodepools config/samples/compare/karpenter-general-purpose.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			for _, z := range zones {
+				if !zoneName.MatchString(z) {
+					return usageError{fmt.Errorf("--zones %q: each zone must be a zone name such as us-east-1a", strings.Join(zones, ","))}
+				}
+			}
 			in, err := flags.load(c, "", "table", "json")
 			if err != nil {
 				return err
@@ -79,6 +85,9 @@ totals: nodes, distinct instance types, distinct families and cost per hour.
 	return c
 }
 
+// zoneName is the zone pattern WorkloadClass.spec.zones admits.
+var zoneName = regexp.MustCompile(`^[a-z]{2}(-[a-z0-9]+)+$`)
+
 func handWrittenNodePools(path string) ([]*karpv1.NodePool, error) {
 	objs, err := manifest.Load([]string{path}, nil)
 	if err != nil {
@@ -121,9 +130,9 @@ func writeSimulation(w io.Writer, format string, ours, theirs *simulate.Result, 
 
 func printNodeClaims(w io.Writer, r *simulate.Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODEPOOL\tZONE\tCAPACITY\tINSTANCE-TYPE\tPODS\t$/HOUR")
+	fmt.Fprintln(tw, "NODEPOOL\tZONE\tCAPACITY\tINSTANCE-TYPE\tPODS\t$/HOUR\tPRICE-SOURCE")
 	for _, nc := range r.NodeClaims {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.4f\n", nc.NodePool, nc.Zone, nc.CapacityType, nc.InstanceType, len(nc.Pods), nc.PricePerHour)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.4f\t%s\n", nc.NodePool, nc.Zone, nc.CapacityType, nc.InstanceType, len(nc.Pods), nc.PricePerHour, nc.PriceSource)
 	}
 	_ = tw.Flush()
 	for _, pod := range slices.Sorted(maps.Keys(r.Unschedulable)) {

@@ -19,11 +19,14 @@ type Change struct {
 	Path string
 	// Live is the live value as JSON, or "" when the field is absent.
 	Live string
-	// Want is the rendered value as JSON.
+	// Want is the rendered value as JSON, or "" when the field is to be removed.
 	Want string
 }
 
 func (c Change) String() string {
+	if c.Want == "" {
+		return fmt.Sprintf("%s: %s -> (removed)", c.Path, c.Live)
+	}
 	if c.Live == "" {
 		return fmt.Sprintf("%s: (unset) -> %s", c.Path, c.Want)
 	}
@@ -46,6 +49,43 @@ func Changes(want, live map[string]any) []Change {
 	compare("", content, live, &out)
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
+}
+
+// Removed lists the fields live holds under the same path that want lacks: written by
+// someone else (a hand edit, another field manager) into an object Poolsmith owns whole.
+// want should carry the CRD's defaults, or every defaulted field would count. Lists of
+// different lengths are Changes, not removals; items of equal-length lists are compared.
+func Removed(want, live map[string]any) []Change {
+	var out []Change
+	removed("", want, live, &out)
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+func removed(path string, want, live any, out *[]Change) {
+	switch l := live.(type) {
+	case map[string]any:
+		w, ok := want.(map[string]any)
+		if !ok {
+			return
+		}
+		for k, lv := range l {
+			wv, present := w[k]
+			if !present {
+				*out = append(*out, Change{Path: join(path, k), Live: jsonString(lv)})
+				continue
+			}
+			removed(join(path, k), wv, lv, out)
+		}
+	case []any:
+		w, ok := want.([]any)
+		if !ok || len(w) != len(l) {
+			return
+		}
+		for i := range l {
+			removed(fmt.Sprintf("%s[%d]", path, i), w[i], l[i], out)
+		}
+	}
 }
 
 func compare(path string, want, live any, out *[]Change) {

@@ -1,7 +1,8 @@
 // Package lint checks rendered NodePool families across rungs and classes for the
 // mistakes Karpenter accepts silently: overlapping rungs, classes that compete for the
 // same pods with overlapping weights, shapes that select no instance type, Baseline
-// contradictions and taints pods will not tolerate. It is pure, like the renderer.
+// contradictions, taints pods will not tolerate, and spot prices whose discount is an
+// outlier in its category. It is pure, like the renderer.
 package lint
 
 import (
@@ -21,12 +22,14 @@ import (
 	"github.com/poolsmith/poolsmith/internal/render"
 )
 
-// Severity of a finding: errors fail lint, warnings do not.
+// Severity of a finding: errors fail lint, warnings and notes do not.
 type Severity string
 
 const (
 	Error   Severity = "error"
 	Warning Severity = "warning"
+	// Info notes what deserves a look but changes nothing.
+	Info Severity = "info"
 )
 
 // Checks, by the name findings carry.
@@ -43,6 +46,7 @@ const (
 	CheckSliceArch          = "slice-not-for-architecture"
 	CheckFallbackPreferred  = "fallback-expiry-on-preferred"
 	CheckUnknownSlice       = "unknown-slice"
+	CheckSpotOutlier        = "spot-outlier"
 )
 
 // Finding is one problem.
@@ -76,12 +80,17 @@ func HasErrors(findings []Finding) bool {
 	return false
 }
 
-// Lint runs every check; findings are sorted by object, then check.
-func Lint(classes []Class) []Finding {
-	cat, err := catalog.Load()
-	if err != nil {
-		return []Finding{{Severity: Error, Object: "catalog", Check: CheckInvalidSpec, Message: err.Error()}}
+// Lint runs every check against the catalog and region the classes were rendered with
+// (opts; the embedded catalog and us-east-1 when unset); findings are sorted by object,
+// then check.
+func Lint(classes []Class, opts render.Options) []Finding {
+	if opts.Catalog == nil {
+		if _, err := catalog.Load(); err != nil {
+			return []Finding{{Severity: Error, Object: "catalog", Check: CheckInvalidSpec, Message: err.Error()}}
+		}
 	}
+	cat, region := priced(opts)
+	outliers := cat.SpotOutliers(region)
 	var findings []Finding
 	add := func(sev Severity, object, check, format string, args ...any) {
 		findings = append(findings, Finding{Severity: sev, Object: object, Check: check, Message: fmt.Sprintf(format, args...)})
@@ -109,8 +118,13 @@ func Lint(classes []Class) []Finding {
 		checkSlices(c, cat, add)
 		checkTaints(c, add)
 		checkFallback(c, add)
+		checkOutliers(c, opts, outliers, add)
 	}
-	checkNameCollisions(ok, add)
+	results := make([]*render.Result, len(ok))
+	for i, c := range ok {
+		results[i] = c.Result
+	}
+	findings = append(findings, NameCollisions(results)...)
 	checkClassOverlap(ok, add)
 	sort.SliceStable(findings, func(i, j int) bool {
 		if findings[i].Object != findings[j].Object {
@@ -170,57 +184,112 @@ func band(r *render.Result) (lo, hi int32) {
 	return lo, hi
 }
 
+// classFacts are what the class-overlap check compares, computed once per class: the
+// check is over every pair of classes.
+type classFacts struct {
+	taints map[string]corev1.Taint
+	pools  []*karpv1.NodePool
+	reqs   []scheduling.Requirements
+	lo, hi int32
+}
+
+// maxNamedOverlaps is how many further overlapping classes one class-overlap finding
+// names; the rest are counted. One finding per class keeps lint's output linear in the
+// number of classes even when every class overlaps every other.
+const maxNamedOverlaps = 5
+
 // checkClassOverlap: classes that can take the same pods (no distinguishing taint and
 // intersecting requirements) must sit in separate weight bands, or the order in which
-// Karpenter tries them is decided by name.
+// Karpenter tries them is decided by name. Each class gets at most one finding: its first
+// overlap in detail, then how many other classes it overlaps.
 func checkClassOverlap(classes []Class, add adder) {
+	facts := make([]*classFacts, len(classes))
+	for i, c := range classes {
+		if len(c.Result.NodePools) == 0 {
+			continue
+		}
+		f := &classFacts{taints: hardTaints(c.Result.NodePools[0]), pools: c.Result.NodePools}
+		for _, np := range c.Result.NodePools {
+			f.reqs = append(f.reqs, requirements(np))
+		}
+		f.lo, f.hi = band(c.Result)
+		facts[i] = f
+	}
 	for i := range classes {
+		a := facts[i]
+		if a == nil {
+			continue
+		}
+		var first string
+		var others []string
 		for j := i + 1; j < len(classes); j++ {
-			a, b := classes[i], classes[j]
-			if len(a.Result.NodePools) == 0 || len(b.Result.NodePools) == 0 {
+			b := facts[j]
+			if b == nil || !(a.lo <= b.hi && b.lo <= a.hi) || !sameKeys(a.taints, b.taints) {
 				continue
 			}
-			if !sameKeys(hardTaints(a.Result.NodePools[0]), hardTaints(b.Result.NodePools[0])) {
-				continue
-			}
-			ra, rb, shared := overlappingRungs(a.Result.NodePools, b.Result.NodePools)
+			ra, rb, shared := overlappingRungs(a, b)
 			if !shared {
 				continue
 			}
-			alo, ahi := band(a.Result)
-			blo, bhi := band(b.Result)
-			if alo <= bhi && blo <= ahi {
-				add(Warning, "WorkloadClass/"+a.Class.Name, CheckClassOverlap,
-					"can take the same pods as class %s (no distinguishing taint; rungs %s and %s intersect) and their weight bands %d-%d and %d-%d overlap: give them separate weighting.ceiling bands",
-					b.Class.Name, ra, rb, alo, ahi, blo, bhi)
+			if first == "" {
+				first = fmt.Sprintf("can take the same pods as class %s (no distinguishing taint; rungs %s and %s intersect) and their weight bands %d-%d and %d-%d overlap: give them separate weighting.ceiling bands",
+					classes[j].Class.Name, ra, rb, a.lo, a.hi, b.lo, b.hi)
+				continue
 			}
+			others = append(others, classes[j].Class.Name)
 		}
+		switch {
+		case first == "":
+			continue
+		case len(others) > maxNamedOverlaps:
+			first += fmt.Sprintf("; and likewise %d more classes: %s, ...", len(others), strings.Join(others[:maxNamedOverlaps], ", "))
+		case len(others) > 0:
+			first += fmt.Sprintf("; and likewise class %s", strings.Join(others, ", class "))
+		}
+		add(Warning, "WorkloadClass/"+classes[i].Class.Name, CheckClassOverlap, "%s", first)
 	}
 }
 
-func overlappingRungs(a, b []*karpv1.NodePool) (string, string, bool) {
-	for _, x := range a {
-		for _, y := range b {
-			if requirements(x).Intersects(requirements(y)) == nil {
-				return x.Name, y.Name, true
+func overlappingRungs(a, b *classFacts) (string, string, bool) {
+	for x := range a.reqs {
+		for y := range b.reqs {
+			if a.reqs[x].Intersects(b.reqs[y]) == nil {
+				return a.pools[x].Name, b.pools[y].Name, true
 			}
 		}
 	}
 	return "", "", false
 }
 
-// checkNameCollisions: two classes must not render NodePools of the same name.
-func checkNameCollisions(classes []Class, add adder) {
+// NameCollisions finds generated objects of one kind and name that more than one class
+// renders: the cluster holds one object per name, so the classes would fight over it.
+// render, explain and simulate refuse such input with it; lint reports it.
+func NameCollisions(results []*render.Result) []Finding {
 	owner := map[string]string{}
-	for _, c := range classes {
-		for _, np := range c.Result.NodePools {
-			if other, ok := owner[np.Name]; ok && other != c.Class.Name {
-				add(Error, "NodePool/"+np.Name, CheckNameCollision, "rendered by both class %s and class %s", other, c.Class.Name)
-				continue
+	var findings []Finding
+	for _, r := range results {
+		var names []string
+		if r.NodeClass != nil {
+			names = append(names, "EC2NodeClass/"+r.NodeClass.Name)
+		}
+		for _, np := range r.NodePools {
+			names = append(names, "NodePool/"+np.Name)
+		}
+		for _, ov := range r.NodeOverlays {
+			names = append(names, "NodeOverlay/"+ov.Name)
+		}
+		for _, obj := range names {
+			other, taken := owner[obj]
+			switch {
+			case !taken:
+				owner[obj] = r.Class
+			case other != r.Class:
+				findings = append(findings, Finding{Severity: Error, Object: obj, Check: CheckNameCollision,
+					Message: fmt.Sprintf("rendered by both class %s and class %s: rename one of the classes or the slice that yields this name", other, r.Class)})
 			}
-			owner[np.Name] = c.Class.Name
 		}
 	}
+	return findings
 }
 
 // checkTaints: pods must tolerate a class's taints; a GPU class should keep other pods off.

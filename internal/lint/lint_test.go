@@ -1,6 +1,7 @@
 package lint_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/lint"
 	"github.com/poolsmith/poolsmith/internal/render"
 )
@@ -54,7 +56,7 @@ func TestRungOverlapAndNameCollision(t *testing.T) {
 	}
 	other := rendered(t, class("api", v1alpha1.WorkloadClassSpec{}))
 	other.Result.NodePools[0].Name = c.Result.NodePools[0].Name
-	findings := lint.Lint([]lint.Class{c, other})
+	findings := lint.Lint([]lint.Class{c, other}, render.Options{})
 	if !has(findings, lint.Error, "WorkloadClass/web", lint.CheckRungOverlap) {
 		t.Errorf("no rung overlap in %v", findings)
 	}
@@ -71,10 +73,10 @@ func TestClassOverlapNeedsSharedPodsAndSharedBand(t *testing.T) {
 	apart := rendered(t, class("batch", v1alpha1.WorkloadClassSpec{Weighting: &v1alpha1.Weighting{Ceiling: ptr.To[int32](50)}}))
 	tainted := rendered(t, class("tainted", v1alpha1.WorkloadClassSpec{Taints: v1alpha1.Taints{{Key: "x/y", Effect: corev1.TaintEffectNoSchedule}}}))
 	amd := rendered(t, class("amd", v1alpha1.WorkloadClassSpec{Architectures: []v1alpha1.Architecture{"amd64"}, CapacityTypes: []v1alpha1.CapacityType{"on-demand"}}))
-	if f := lint.Lint([]lint.Class{web, apart, tainted}); has(f, lint.Warning, "WorkloadClass/batch", lint.CheckClassOverlap) || has(f, lint.Warning, "WorkloadClass/tainted", lint.CheckClassOverlap) || has(f, lint.Warning, "WorkloadClass/web", lint.CheckClassOverlap) {
+	if f := lint.Lint([]lint.Class{web, apart, tainted}, render.Options{}); has(f, lint.Warning, "WorkloadClass/batch", lint.CheckClassOverlap) || has(f, lint.Warning, "WorkloadClass/tainted", lint.CheckClassOverlap) || has(f, lint.Warning, "WorkloadClass/web", lint.CheckClassOverlap) {
 		t.Errorf("separate bands or a distinguishing taint still reported: %v", f)
 	}
-	if f := lint.Lint([]lint.Class{web, amd}); !has(f, lint.Warning, "WorkloadClass/web", lint.CheckClassOverlap) {
+	if f := lint.Lint([]lint.Class{web, amd}, render.Options{}); !has(f, lint.Warning, "WorkloadClass/web", lint.CheckClassOverlap) {
 		t.Errorf("overlapping band not reported: %v", f)
 	}
 }
@@ -86,7 +88,7 @@ func TestGPUAndFallbackChecks(t *testing.T) {
 	}
 	general := rendered(t, class("gen", v1alpha1.WorkloadClassSpec{}))
 	graced := rendered(t, class("graced", v1alpha1.WorkloadClassSpec{TerminationGracePeriod: &metav1.Duration{Duration: 3600e9}}))
-	findings := lint.Lint([]lint.Class{gpu, general, graced})
+	findings := lint.Lint([]lint.Class{gpu, general, graced}, render.Options{})
 	if !has(findings, lint.Warning, "WorkloadClass/gpu", lint.CheckGPUUntainted) {
 		t.Errorf("untainted GPU class not reported: %v", findings)
 	}
@@ -100,7 +102,7 @@ func TestSelectsNothing(t *testing.T) {
 	old := rendered(t, class("old", v1alpha1.WorkloadClassSpec{
 		Instances: &v1alpha1.InstanceShape{Families: []string{"m5"}, MinGeneration: ptr.To[int32](6)},
 	}))
-	findings := lint.Lint([]lint.Class{reserved, old})
+	findings := lint.Lint([]lint.Class{reserved, old}, render.Options{})
 	if !has(findings, lint.Error, "NodePool/res-reserved-arm64", lint.CheckSelectsNothing) {
 		t.Errorf("reserved without reservations not reported: %v", findings)
 	}
@@ -118,7 +120,7 @@ func TestSelectsNothing(t *testing.T) {
 func TestRenderErrorsBecomeFindings(t *testing.T) {
 	bad := rendered(t, class("bad", v1alpha1.WorkloadClassSpec{Consistency: v1alpha1.ConsistencyType,
 		Instances: &v1alpha1.InstanceShape{CPU: &v1alpha1.IntRange{Min: ptr.To[int32](5000)}}}))
-	if f := lint.Lint([]lint.Class{bad}); !has(f, lint.Error, "WorkloadClass/bad", lint.CheckInvalidSpec) {
+	if f := lint.Lint([]lint.Class{bad}, render.Options{}); !has(f, lint.Error, "WorkloadClass/bad", lint.CheckInvalidSpec) {
 		t.Errorf("render error not reported: %v", f)
 	}
 }
@@ -129,7 +131,7 @@ func TestCatalogBackedChecks(t *testing.T) {
 		Architectures: []v1alpha1.Architecture{v1alpha1.ArchitectureARM64},
 		Instances:     &v1alpha1.InstanceShape{Families: []string{"m7g", "m7i", "zz9"}},
 	}))
-	findings := lint.Lint([]lint.Class{huge, named})
+	findings := lint.Lint([]lint.Class{huge, named}, render.Options{})
 	if !has(findings, lint.Error, "NodePool/huge-spot-arm64", lint.CheckSelectsNothing) {
 		t.Errorf("a shape no type satisfies is not reported: %v", findings)
 	}
@@ -151,8 +153,77 @@ func TestFallbackExpiryOnThePreferredCapacityType(t *testing.T) {
 		CapacityTypes: []v1alpha1.CapacityType{v1alpha1.CapacityTypeOnDemand, v1alpha1.CapacityTypeSpot},
 		Weighting:     &v1alpha1.Weighting{Strategy: v1alpha1.WeightingStatic},
 	}))
-	findings := lint.Lint([]lint.Class{ondemandFirst, static})
+	findings := lint.Lint([]lint.Class{ondemandFirst, static}, render.Options{})
 	if !has(findings, lint.Warning, "WorkloadClass/od", lint.CheckFallbackPreferred) || has(findings, lint.Warning, "WorkloadClass/st", lint.CheckFallbackPreferred) {
 		t.Errorf("fallback-expiry-on-preferred: %v", findings)
+	}
+}
+
+// TestClassOverlapIsOneFindingPerClass: n classes that all overlap give n-1 findings, not
+// n(n-1)/2, so lint's output and memory stay linear in the number of classes (5,000 such
+// classes once took 3 minutes and 16 GB).
+func TestClassOverlapIsOneFindingPerClass(t *testing.T) {
+	var classes []lint.Class
+	for i := range 8 {
+		classes = append(classes, rendered(t, class(fmt.Sprintf("c%d", i), v1alpha1.WorkloadClassSpec{})))
+	}
+	var overlaps []lint.Finding
+	for _, f := range lint.Lint(classes, render.Options{}) {
+		if f.Check == lint.CheckClassOverlap {
+			overlaps = append(overlaps, f)
+		}
+	}
+	if len(overlaps) != 7 {
+		t.Fatalf("%d class-overlap findings, want 7: %v", len(overlaps), overlaps)
+	}
+	if !strings.Contains(overlaps[0].Message, "as class c1 ") || !strings.Contains(overlaps[0].Message, "likewise 6 more classes: c2, c3, c4, c5, c6, ...") {
+		t.Errorf("first finding: %s", overlaps[0].Message)
+	}
+	if !strings.Contains(overlaps[5].Message, "as class c6 ") || !strings.Contains(overlaps[5].Message, "likewise class c7") {
+		t.Errorf("sixth finding: %s", overlaps[5].Message)
+	}
+}
+
+// TestSpotOutliersAreListed: a class whose catalog-chosen family is r8gd (89% off spot,
+// against 65% for its category) is ranked by that outlier, and lint says so, naming the
+// family and the weights without it; a Static class is not ranked by prices; and with
+// prices where r8gd is ordinary (as live advisor figures could make it) nothing is said.
+func TestSpotOutliersAreListed(t *testing.T) {
+	spec := v1alpha1.WorkloadClassSpec{Profile: v1alpha1.ProfileMemoryOptimized, Consistency: v1alpha1.ConsistencyFamily,
+		CapacityTypes: []v1alpha1.CapacityType{"spot", "on-demand"}, Weighting: &v1alpha1.Weighting{Ceiling: ptr.To(int32(60))}}
+	memory := rendered(t, class("memory", spec))
+	findings := lint.Lint([]lint.Class{memory}, render.Options{})
+	var msg string
+	for _, f := range findings {
+		if f.Check == lint.CheckSpotOutlier {
+			msg = string(f.Severity) + " " + f.Message
+		}
+	}
+	for _, want := range []string{"warning ", "memory-spot-arm64-r8gd", "r8gd (12 types): spot discount 89% against category r's median of 65%", "decide the ranking", "memory-spot-arm64-r8gd 60->not rendered"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("spot-outlier finding %q lacks %q", msg, want)
+		}
+	}
+
+	static := spec.DeepCopy()
+	static.Weighting.Strategy = v1alpha1.WeightingStatic
+	if f := lint.Lint([]lint.Class{rendered(t, class("static", *static))}, render.Options{}); has(f, lint.Warning, "WorkloadClass/static", lint.CheckSpotOutlier) || has(f, lint.Info, "WorkloadClass/static", lint.CheckSpotOutlier) {
+		t.Errorf("a Static class is not ranked by prices: %v", f)
+	}
+
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ordinary := render.Options{Catalog: cat.WithoutOutliers("us-east-1", cat.SpotOutliers("us-east-1"))}
+	wc := class("memory", spec)
+	res, err := render.Render(baseline(), wc, ordinary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range lint.Lint([]lint.Class{{Class: wc, Baseline: baseline(), Result: res}}, ordinary) {
+		if f.Check == lint.CheckSpotOutlier {
+			t.Errorf("no outlier is left, got %v", f)
+		}
 	}
 }

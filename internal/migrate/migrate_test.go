@@ -390,3 +390,38 @@ spec:
 		}
 	}
 }
+
+// TestMigrateRefusesWhatV1CannotHoldInsteadOfPanicking: TTLs and durations v1 cannot hold,
+// weights v1 refuses and unknown versions are errors naming the object and the field,
+// never a panic, a refused object or a silent drop.
+func TestMigrateRefusesWhatV1CannotHoldInsteadOfPanicking(t *testing.T) {
+	const provisioner = "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: old}\nspec:\n  providerRef: {name: default}\n"
+	const v1beta1 = "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: beta}\nspec:\n  template: {spec: {nodeClassRef: {name: default}}}\n"
+	const v1 = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: now}\nspec:\n  template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}, requirements: []}}\n"
+	for _, tc := range []struct {
+		name, yaml, source, field string
+	}{
+		{"huge ttlSecondsUntilExpired", provisioner + "  ttlSecondsUntilExpired: 99999999999999\n", "Provisioner old", "spec.ttlSecondsUntilExpired"},
+		{"huge ttlSecondsAfterEmpty", provisioner + "  ttlSecondsAfterEmpty: 99999999999999\n", "Provisioner old", "spec.ttlSecondsAfterEmpty"},
+		{"negative ttlSecondsUntilExpired", provisioner + "  ttlSecondsUntilExpired: -5\n", "Provisioner old", "spec.ttlSecondsUntilExpired"},
+		{"negative ttlSecondsAfterEmpty", provisioner + "  ttlSecondsAfterEmpty: -30\n", "Provisioner old", "spec.ttlSecondsAfterEmpty"},
+		{"weight above 100", provisioner + "  weight: 1000\n", "Provisioner old", "spec.weight"},
+		{"v1beta1 prose expireAfter", v1beta1 + "  disruption: {expireAfter: 3 weeks}\n", "NodePool beta", "spec.disruption.expireAfter"},
+		{"v1beta1 negative consolidateAfter", v1beta1 + "  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: -1m}\n", "NodePool beta", "spec.disruption.consolidateAfter"},
+		{"v1beta1 weight 0", v1beta1 + "  weight: 0\n", "NodePool beta", "spec.weight"},
+		{"v1 weight 1000", v1 + "  weight: 1000\n", "NodePool now", "spec.weight"},
+		{"v1 negative expireAfter", strings.Replace(v1, "requirements: []", "requirements: [], expireAfter: -5s", 1), "NodePool now", "spec.template.spec.expireAfter"},
+		{"karpenter.sh/v2 NodePool", strings.Replace(v1, "karpenter.sh/v1", "karpenter.sh/v2", 1), "NodePool now", "apiVersion"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, err := manifest.Decode("in.yaml", strings.NewReader(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := migrate.ToV1(objs, migrate.Options{LegacyDefaults: true})
+			if !res.Report.HasErrors() || !finding(res, migrate.Error, tc.source, tc.field) {
+				t.Errorf("want an error on %s %s, got %v", tc.source, tc.field, res.Report)
+			}
+		})
+	}
+}

@@ -228,7 +228,7 @@ func classFor(np *karpv1.NodePool, nc *awsv1.EC2NodeClass, b *v1alpha1.Baseline,
 				wc.Spec.Architectures = append(wc.Spec.Architectures, v1alpha1.Architecture(v))
 			}
 		default:
-			wc.Spec.Requirements = append(wc.Spec.Requirements, req)
+			wc.Spec.Requirements = append(wc.Spec.Requirements, v1alpha1.Requirement(req))
 		}
 	}
 	if wc.Spec.Architectures == nil {

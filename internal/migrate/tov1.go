@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -110,7 +113,12 @@ func ToV1(objs []manifest.Object, opts Options) *Result {
 				pools = append(pools, pending{pool: np, rep: r})
 			}
 		default:
-			continue
+			if !unsupported(o, r) {
+				continue
+			}
+		}
+		if n := len(pools); n > 0 && pools[n-1].rep == r {
+			checkV1Limits(pools[n-1].pool, r)
 		}
 		reps = append(reps, r)
 	}
@@ -125,6 +133,80 @@ func ToV1(objs []manifest.Object, opts Options) *Result {
 		res.NodePools = append(res.NodePools, p.pool)
 	}
 	return res
+}
+
+// migratedKinds are the Karpenter kinds migrate converts, at the versions ToV1 lists.
+var migratedKinds = map[string]bool{"Provisioner": true, "AWSNodeTemplate": true, "NodePool": true, "EC2NodeClass": true}
+
+// unsupported reports a Karpenter object migrate cannot read, so that nothing is dropped
+// silently: one of the converted kinds at an unknown version is an error, another kind of
+// Karpenter's groups a warning. It says whether it reported anything.
+func unsupported(o manifest.Object, r *reporter) bool {
+	group := o.GroupVersionKind().Group
+	if group != "karpenter.sh" && group != "karpenter.k8s.aws" {
+		return false
+	}
+	if migratedKinds[o.GetKind()] {
+		r.add(Error, "apiVersion", "unsupported version %s of %s: migrate reads karpenter.sh/v1alpha5 Provisioners, karpenter.k8s.aws/v1alpha1 AWSNodeTemplates, and v1beta1 and v1 NodePools and EC2NodeClasses", o.GetAPIVersion(), o.GetKind())
+	} else {
+		r.add(Warning, "kind", "%s %s is not migrated: migrate converts NodePools and node classes only", o.GetAPIVersion(), o.GetKind())
+	}
+	return true
+}
+
+// checkV1Limits reports what the v1 NodePool CRD would refuse in a migrated pool and no
+// conversion can fix.
+func checkV1Limits(np *karpv1.NodePool, r *reporter) {
+	if w := np.Spec.Weight; w != nil && (*w < 1 || *w > 100) {
+		r.add(Error, "spec.weight", "%d is outside 1..100, which v1 NodePools require; choose a weight in that range, keeping the order of your pools", *w)
+	}
+	for _, d := range []struct {
+		field string
+		value karpv1.NillableDuration
+	}{
+		{"spec.template.spec.expireAfter", np.Spec.Template.Spec.ExpireAfter},
+		{"spec.disruption.consolidateAfter", np.Spec.Disruption.ConsolidateAfter},
+	} {
+		if d.value.Duration != nil && *d.value.Duration < 0 {
+			r.add(Error, d.field, "%s is negative, which v1 refuses", d.value.Duration)
+		}
+	}
+}
+
+// durationPattern is the v1 NodePool CRD's pattern for expireAfter and consolidateAfter.
+var durationPattern = regexp.MustCompile(`^(([0-9]+(s|m|h))+|Never)$`)
+
+// maxSeconds is the longest duration v1 can hold (Go's time.Duration: about 292 years).
+const maxSeconds = int64(math.MaxInt64 / int64(time.Second))
+
+// secondsDuration converts an old TTL in seconds into a v1 duration; ok is false, with an
+// error naming the field, for what v1 cannot hold.
+func secondsDuration(field string, secs int64, r *reporter) (d karpv1.NillableDuration, ok bool) {
+	switch {
+	case secs < 0:
+		r.add(Error, field, "%d is negative; a v1 duration cannot be: use 0 or a positive number of seconds", secs)
+		return d, false
+	case secs > maxSeconds:
+		r.add(Error, field, "%d seconds is longer than a v1 duration can hold (at most %d, about 292 years); remove it to never expire", secs, maxSeconds)
+		return d, false
+	}
+	return karpv1.MustParseNillableDuration(fmt.Sprintf("%ds", secs)), true
+}
+
+// stringDuration reads a v1beta1 duration as v1 would accept it; ok is false, with an
+// error naming the field, for anything else.
+func stringDuration(field, value string, r *reporter) (d karpv1.NillableDuration, ok bool) {
+	if !durationPattern.MatchString(value) {
+		r.add(Error, field, "%q is not a duration v1 accepts: write whole numbers of h, m and s (e.g. 504h for 3 weeks), or Never", value)
+		return d, false
+	}
+	if value != karpv1.Never {
+		if _, err := time.ParseDuration(value); err != nil {
+			r.add(Error, field, "%q cannot be held by a v1 duration (at most about 292 years): %v", value, err)
+			return d, false
+		}
+	}
+	return karpv1.MustParseNillableDuration(value), true
 }
 
 // decode reads the object (or its spec) leniently; fields the migration does not know are
@@ -211,7 +293,7 @@ func fromProvisioner(name string, s *provisionerSpec, opts Options, r *reporter)
 		r.add(Info, "spec.consolidation.enabled", "becomes consolidationPolicy WhenEmptyOrUnderutilized with consolidateAfter 0s")
 	case s.TTLSecondsAfterEmpty != nil:
 		np.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmpty
-		np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration(fmt.Sprintf("%ds", *s.TTLSecondsAfterEmpty))
+		np.Spec.Disruption.ConsolidateAfter, _ = secondsDuration("spec.ttlSecondsAfterEmpty", *s.TTLSecondsAfterEmpty, r)
 		r.add(Info, "spec.ttlSecondsAfterEmpty", "becomes consolidationPolicy WhenEmpty with consolidateAfter %ds", *s.TTLSecondsAfterEmpty)
 	default:
 		np.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized
@@ -219,7 +301,7 @@ func fromProvisioner(name string, s *provisionerSpec, opts Options, r *reporter)
 		r.add(Info, "spec.consolidation", "neither consolidation nor ttlSecondsAfterEmpty was set, so nothing was consolidated; kept off with consolidateAfter Never")
 	}
 	if s.TTLSecondsUntilExpired != nil {
-		t.Spec.ExpireAfter = karpv1.MustParseNillableDuration(fmt.Sprintf("%ds", *s.TTLSecondsUntilExpired))
+		t.Spec.ExpireAfter, _ = secondsDuration("spec.ttlSecondsUntilExpired", *s.TTLSecondsUntilExpired, r)
 		r.add(Warning, "spec.ttlSecondsUntilExpired", "becomes expireAfter %ds; in v1 expiry is forceful: it ignores disruption budgets and do-not-disrupt, so set terminationGracePeriod to bound the drain", *s.TTLSecondsUntilExpired)
 	} else {
 		t.Spec.ExpireAfter = karpv1.MustParseNillableDuration(karpv1.Never)
@@ -257,11 +339,15 @@ func fromV1beta1NodePool(name string, s *nodePoolV1beta1Spec, r *reporter) pendi
 		case "WhenEmpty":
 			np.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmpty
 			if d.ConsolidateAfter != nil {
-				np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration(*d.ConsolidateAfter)
+				if after, ok := stringDuration("spec.disruption.consolidateAfter", *d.ConsolidateAfter, r); ok {
+					np.Spec.Disruption.ConsolidateAfter = after
+				}
 			}
 		}
 		if d.ExpireAfter != nil {
-			t.Spec.ExpireAfter = karpv1.MustParseNillableDuration(*d.ExpireAfter)
+			if expire, ok := stringDuration("spec.disruption.expireAfter", *d.ExpireAfter, r); ok {
+				t.Spec.ExpireAfter = expire
+			}
 			r.add(Warning, "spec.disruption.expireAfter", "moves to spec.template.spec.expireAfter; in v1 expiry is forceful: it ignores disruption budgets and do-not-disrupt, so set terminationGracePeriod to bound the drain")
 		}
 		np.Spec.Disruption.Budgets = d.Budgets

@@ -28,18 +28,23 @@ import (
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/controllers"
 	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/scheme"
 )
 
 // Options configure the manager; the manager command's flags fill them.
 type Options struct {
-	MetricsAddr             string
-	ProbeAddr               string
+	MetricsAddr string
+	ProbeAddr   string
+	// PprofAddr serves net/http/pprof when set (e.g. 127.0.0.1:6060); off by default.
+	PprofAddr               string
 	LeaderElection          bool
 	LeaderElectionNamespace string
 	MaxConcurrentReconciles int
-	QPS                     float32
-	Burst                   int
+	// Validator replaces the CRD validator every write is judged by (tests inject refusals).
+	Validator plan.Validator
+	QPS       float32
+	Burst     int
 	// SkipNameValidation allows a second manager in one process (tests restart it).
 	SkipNameValidation bool
 	// Region is the cluster's region, for prices; default us-east-1.
@@ -98,6 +103,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		Scheme:                  scheme.Scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.ProbeAddr,
+		PprofBindAddress:        opts.PprofAddr,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
@@ -121,6 +127,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		Signals:                 &controllers.CostSignals{ConfigMap: opts.SignalsConfigMap, Region: opts.Region, MaxAge: opts.SignalsMaxAge, Now: opts.Now},
 		NodeOverlays:            opts.NodeOverlays,
+		Validator:               opts.Validator,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the WorkloadClass controller: %w", err)
 	}

@@ -3,17 +3,27 @@ package render_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/classgen"
 	"github.com/poolsmith/poolsmith/internal/manifest"
+	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/testenv"
+	"github.com/poolsmith/poolsmith/internal/validate"
 )
 
 var env *testenv.Env
@@ -65,5 +75,106 @@ var _ = Describe("Golden objects", func() {
 		Expect(unstructured.SetNestedField(np.Object, int64(101), "spec", "weight")).To(Succeed())
 		err = env.Client.Patch(context.Background(), np, client.Apply, client.FieldOwner("poolsmith"), client.DryRunAll, client.ForceOwnership)
 		Expect(err).To(MatchError(ContainSubstring("spec.weight")))
+	})
+})
+
+var _ = Describe("Borderline classes", func() {
+	It("render objects Karpenter's CRDs accept: huge bounds, 18-digit integers, a '.' where the hash rule cuts", func() {
+		classes := []*v1alpha1.WorkloadClass{
+			class("mem", v1alpha1.ProfileGeneral, withMemory("4194305Gi", "10Pi")),
+			class("mem-sat", v1alpha1.ProfileMemoryOptimized, withMemory("", "10Ei")),
+			class("cpu-max", v1alpha1.ProfileGeneral, func(wc *v1alpha1.WorkloadClass) {
+				wc.Spec.Instances = &v1alpha1.InstanceShape{CPU: &v1alpha1.IntRange{Min: ptr.To[int32](math.MaxInt32), Max: ptr.To[int32](math.MaxInt32)}}
+			}),
+			class(strings.Repeat("a", 53)+"."+strings.Repeat("b", 9), v1alpha1.ProfileGeneral, withTypes("u-6tb1.metal", "m7i-flex.xlarge")),
+			class("lte", v1alpha1.ProfileGeneral, func(wc *v1alpha1.WorkloadClass) {
+				wc.Spec.Requirements = []v1alpha1.Requirement{{Key: render.LabelInstanceCPU, Operator: karpLte, Values: []string{"999999999999999999"}}}
+			}),
+		}
+		b := baseline()
+		for _, wc := range classes {
+			res, err := render.Render(b, wc, render.Options{})
+			Expect(err).NotTo(HaveOccurred(), wc.Name)
+			objs, err := res.Objects()
+			Expect(err).NotTo(HaveOccurred())
+			for _, doc := range objs {
+				u := &unstructured.Unstructured{Object: doc}
+				err := env.Client.Patch(context.Background(), u, client.Apply, client.FieldOwner("poolsmith"), client.DryRunAll, client.ForceOwnership)
+				Expect(err).NotTo(HaveOccurred(), "%s %s of class %s", u.GetKind(), u.GetName(), wc.Name)
+			}
+		}
+	})
+})
+
+// fuzzClasses is how many generated classes the end-to-end check sends through admission,
+// the renderer and Karpenter's CRDs; POOLSMITH_FUZZ_E2E_CLASSES raises it.
+func fuzzClasses() int {
+	if n, err := strconv.Atoi(os.Getenv("POOLSMITH_FUZZ_E2E_CLASSES")); err == nil && n > 0 {
+		return n
+	}
+	return 1500
+}
+
+var _ = Describe("Generated classes, end to end", func() {
+	It("render, whenever admission accepts them, to objects Karpenter's CRDs accept; the in-process validator agrees with the API server on every object", func() {
+		const seed = 20261201
+		ctx := context.Background()
+		v, err := validate.Default()
+		Expect(err).NotTo(HaveOccurred())
+		b := baseline()
+		g := classgen.New(seed)
+		var disagreements, refused, undecodable []string
+		counts := map[string]int{}
+		// verdict asks the API server (a server-side dry-run create) and the validator.
+		verdict := func(doc map[string]any) error {
+			u := &unstructured.Unstructured{Object: doc}
+			serverErr := env.Client.Create(ctx, u.DeepCopy(), client.DryRunAll)
+			localErr := v.Create(doc)
+			if (serverErr == nil) != (localErr == nil) {
+				disagreements = append(disagreements, fmt.Sprintf("%s %s: server %v; validator %v", u.GetKind(), u.GetName(), serverErr, localErr))
+			}
+			counts["objects"]++
+			return serverErr
+		}
+		for range fuzzClasses() {
+			doc := g.Class("default")
+			if verdict(doc) != nil {
+				counts["refused by admission"]++
+				continue
+			}
+			counts["admitted"]++
+			// The manager decodes classes into the typed API: one it cannot decode would
+			// break its cache for every class.
+			wc := &v1alpha1.WorkloadClass{}
+			raw, _ := json.Marshal(doc)
+			if err := json.Unmarshal(raw, wc); err != nil {
+				undecodable = append(undecodable, fmt.Sprintf("%s: %v", raw, err))
+				continue
+			}
+			res, err := render.Render(b, wc, render.Options{})
+			if err != nil {
+				counts["refused by render"]++
+				continue
+			}
+			docs, err := res.Objects()
+			Expect(err).NotTo(HaveOccurred())
+			for _, d := range docs {
+				if err := verdict(d); err != nil {
+					refused = append(refused, fmt.Sprintf("class %s: %v", wc.Name, err))
+				}
+				counts["rendered objects"]++
+			}
+		}
+		GinkgoWriter.Printf("generated classes (seed %d): %v; refused rendered objects %d; validator disagreements %d; undecodable %d\n", seed, counts, len(refused), len(disagreements), len(undecodable))
+		for _, l := range [][]string{disagreements, refused, undecodable} {
+			for _, m := range l {
+				GinkgoWriter.Println(m)
+			}
+		}
+		Expect(undecodable).To(BeEmpty(), "admission must refuse what the manager cannot decode")
+		Expect(disagreements).To(BeEmpty(), "the in-process validator must judge every object as the API server does")
+		Expect(refused).To(BeEmpty(), "whatever admission accepts and render produces, Karpenter's CRDs must accept")
+		Expect(counts["admitted"]).To(BeNumerically(">", 0))
+		Expect(counts["refused by admission"]).To(BeNumerically(">", 0))
 	})
 })

@@ -50,6 +50,10 @@ type Rung struct {
 	Fallback bool
 	// WeightReason says in one line why the rung has its weight.
 	WeightReason string
+	// PriceSources name where the prices that set the rung's cost came from, with how
+	// many types each priced, e.g. "spot: advisor 2026-11-30 (58), catalog 2025-05-28 (2)";
+	// empty when no price ranked the rung.
+	PriceSources string
 }
 
 // ladder returns the rungs in preference order: capacity types outermost, then
@@ -79,7 +83,7 @@ func ladder(class string, capacityTypes []v1alpha1.CapacityType, archs []v1alpha
 
 // RungName is <class>-<capacity>-<arch>[-<slice, dots as dashes>]. A name over 63
 // characters keeps its first 54 and appends "-" and the first 8 hex digits of the SHA-256
-// of the full name, so it stays unique and stable.
+// of the full name, so it stays unique and stable (see ShortenName).
 func RungName(class string, ct v1alpha1.CapacityType, arch v1alpha1.Architecture, slice string) string {
 	name := fmt.Sprintf("%s-%s-%s", class, ct, arch)
 	if slice != "" {
@@ -88,13 +92,20 @@ func RungName(class string, ct v1alpha1.CapacityType, arch v1alpha1.Architecture
 	return ShortenName(name)
 }
 
-// ShortenName applies the 63-character hash rule.
+// ShortenName applies the 63-character hash rule. When the kept 54 characters end in a
+// '.' followed by nothing but '-', the appended "-<hash>" would start a DNS label with '-'
+// ("a.-1b6d841f" is no DNS subdomain), so those trailing '.' and '-' are dropped. No other
+// name changes, so no valid rung is renamed; names of 63 characters or fewer are kept.
 func ShortenName(name string) string {
 	if len(name) <= maxNameLength {
 		return name
 	}
 	sum := sha256.Sum256([]byte(name))
-	return name[:54] + "-" + hex.EncodeToString(sum[:])[:8]
+	prefix := name[:54]
+	if dot := strings.LastIndex(prefix, "."); dot >= 0 && strings.Trim(prefix[dot+1:], "-") == "" {
+		prefix = strings.TrimRight(prefix, ".-")
+	}
+	return prefix + "-" + hex.EncodeToString(sum[:])[:8]
 }
 
 // ladder builds the rungs and their weights.

@@ -20,11 +20,13 @@ func (r *renderer) nodePool(t *template, rung Rung) (*karpv1.NodePool, origins) 
 	}
 	ladderOrigin := OriginComputed("ladder")
 
-	labels := map[string]string{v1alpha1.LabelRung: rung.Name}
-	o.set(tmplPath+".metadata.labels["+v1alpha1.LabelRung+"]", ladderOrigin)
+	// The renderer's own labels are set last: they always win.
+	labels := map[string]string{}
 	for k, v := range t.labels {
 		labels[k] = v
 	}
+	labels[v1alpha1.LabelRung] = rung.Name
+	o.set(tmplPath+".metadata.labels["+v1alpha1.LabelRung+"]", ladderOrigin)
 
 	reqs := rungRequirements(t, rung)
 	requirements := make([]karpv1.NodeSelectorRequirementWithMinValues, len(reqs))

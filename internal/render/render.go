@@ -7,6 +7,8 @@ import (
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
 	corev1 "k8s.io/api/core/v1"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
@@ -29,7 +31,8 @@ type Options struct {
 	// Region ranks the catalog's prices when it chooses families or types; default
 	// us-east-1.
 	Region string
-	// Catalog replaces the embedded instance catalog (tests).
+	// Catalog replaces the embedded instance catalog: the priced catalog signals give
+	// (signals.Apply), or a test's.
 	Catalog *catalog.Catalog
 }
 
@@ -131,6 +134,7 @@ func Render(baseline *v1alpha1.Baseline, class *v1alpha1.WorkloadClass, opts Opt
 		r.catalog = c
 	}
 
+	r.checkName()
 	nodeClass := r.renderNodeClass()
 	tmpl := r.template()
 	rungs := r.ladder(tmpl)
@@ -163,6 +167,22 @@ func Render(baseline *v1alpha1.Baseline, class *v1alpha1.WorkloadClass, opts Opt
 		res.Provenance = append(res.Provenance, trace("NodeOverlay/"+ov.Name, doc, overlayOrigins[i])...)
 	}
 	return res, nil
+}
+
+// checkName blames a name that cannot be a class's on metadata.name, as admission does,
+// before it reaches the poolsmith.dev/class label value and the children's names.
+func (r *renderer) checkName() {
+	name := r.class.Name
+	switch {
+	case name == "":
+		r.invalid("metadata.name", "required")
+	case len(name) > validation.LabelValueMaxLength:
+		r.invalid("metadata.name", fmt.Sprintf("%q is %d characters; at most %d are allowed: it becomes the poolsmith.dev/class label value", name, len(name), validation.LabelValueMaxLength))
+	default:
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			r.invalid("metadata.name", fmt.Sprintf("%q: %s", name, strings.Join(errs, "; ")))
+		}
+	}
 }
 
 // ownerLabels are the labels every child carries; the controller's cache selects on them.
@@ -202,8 +222,10 @@ func CleanJSON(obj any) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("marshalling %T: %w", obj, err)
 	}
+	// apimachinery's decoder keeps integers int64, as the API server and the validator do,
+	// so rendered and live documents compare equal.
 	var doc map[string]any
-	if err := json.Unmarshal(b, &doc); err != nil {
+	if err := utiljson.Unmarshal(b, &doc); err != nil {
 		return nil, err
 	}
 	delete(doc, "status")

@@ -666,7 +666,7 @@ func TestCustomProfileAddsNothingAndExtraRequirementsReachEveryRung(t *testing.T
 	res := mustRender(t, baseline(), class("raw", v1alpha1.ProfileCustom,
 		withArchitectures(v1alpha1.ArchitectureAMD64), withCapacityTypes(v1alpha1.CapacityTypeOnDemand),
 		func(wc *v1alpha1.WorkloadClass) {
-			wc.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: "karpenter.k8s.aws/instance-hypervisor", Operator: corev1.NodeSelectorOpIn, Values: []string{"nitro"}}}
+			wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "karpenter.k8s.aws/instance-hypervisor", Operator: corev1.NodeSelectorOpIn, Values: []string{"nitro"}}}
 		}))
 	np := res.NodePools[0]
 	var keys []string

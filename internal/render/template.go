@@ -54,6 +54,8 @@ func (r *renderer) template() *template {
 	t := &template{origins: origins{}}
 	o := t.origins
 
+	r.checkReservedLabels("baseline.spec.nodePool.labels", bnp.Labels)
+	r.checkReservedLabels("spec.labels", spec.Labels)
 	t.labels = r.mergeMandatory("labels", bnp.Labels, spec.Labels, tmplPath+".metadata.labels", o)
 	t.annotations = r.mergeMandatory("annotations", bnp.Annotations, spec.Annotations, tmplPath+".metadata.annotations", o)
 	r.validateLabels(t.labels)
@@ -198,9 +200,23 @@ func (r *renderer) mergeMandatory(field string, base, class map[string]string, p
 	return merged
 }
 
+// checkReservedLabels refuses, as admission does, label keys in Poolsmith's own domain:
+// poolsmith.dev/class and poolsmith.dev/rung are the renderer's, and a class or Baseline
+// value would silently relabel every rung.
+func (r *renderer) checkReservedLabels(field string, labels map[string]string) {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		if domain, _, ok := strings.Cut(k, "/"); ok && strings.HasSuffix(domain, v1alpha1.GroupVersion.Group) {
+			r.invalid(field+"["+k+"]", "the poolsmith.dev label domain is reserved for the labels Poolsmith sets (poolsmith.dev/class, poolsmith.dev/rung)")
+		}
+	}
+}
+
 // validateLabels checks what the CRDs cannot afford to: every label's characters.
 func (r *renderer) validateLabels(labels map[string]string) {
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		if k == v1alpha1.LabelClass {
+			continue // the class's name, checked as metadata.name
+		}
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
 			r.invalid("spec.labels["+k+"]", strings.Join(errs, "; "))
 		}

@@ -24,20 +24,28 @@ var RiskPenalty = map[catalog.Bucket]float64{
 	catalog.BucketUnknown: 1.15,
 }
 
-// CheapestFew is how many of a rung's cheapest types set its price: the mean of their
-// unit prices, so one odd type does not decide a rung.
-const CheapestFew = 3
+// RungSample is how many of a rung's cheapest types (per unit, after the risk penalty
+// under RiskAdjustedCost) its price is taken over: the most instance types the AWS
+// provider passes to one EC2 Fleet launch (maxInstanceTypes in its instance provider), so
+// the sample is what a launch could choose from. The rung's price is the sample's median
+// (the lower median: a real type's price), which one odd type moves by at most one
+// neighbour; see the README's Weights section for the figures behind the choice.
+const RungSample = 60
 
 // rungCost is what a rung's nodes cost per unit of what the class buys.
 type rungCost struct {
-	known     bool
-	price     float64 // what ranks the rung: after the risk penalty under RiskAdjustedCost
-	raw       float64 // mean price before the penalty
-	penalty   float64
-	bucket    catalog.Bucket // of the cheapest type
-	types     []string
-	unit      string
-	priceKind string // spot, on-demand or reserved
+	known        bool
+	price        float64 // what ranks the rung: after the risk penalty under RiskAdjustedCost
+	raw          float64 // the median type's unit price before the penalty
+	penalty      float64
+	bucket       catalog.Bucket // of the median type
+	median       string         // the median type
+	source       string         // the median type's price source
+	sample       int            // types the median is over
+	allowed      int            // priced types the rung allows
+	sourceCounts string         // every source in the sample, with counts
+	unit         string
+	priceKind    string // spot, on-demand or reserved
 }
 
 // strategy is the class's weighting strategy, else its profile's, else RiskAdjustedCost.
@@ -83,6 +91,9 @@ func (r *renderer) weigh(t *template, rungs []Rung, ceiling int32) error {
 	for rank, i := range order {
 		rungs[i].Weight = ceiling - int32(rank)
 		rungs[i].WeightReason = r.weightReason(strategy, regionPriced, costs[i], rank, len(rungs))
+		if costs[i].sourceCounts != "" {
+			rungs[i].PriceSources = costs[i].priceKind + ": " + costs[i].sourceCounts
+		}
 	}
 	return nil
 }
@@ -98,17 +109,19 @@ func (r *renderer) weightReason(strategy v1alpha1.WeightingStrategy, regionPrice
 	case c.priceKind == string(v1alpha1.CapacityTypeReserved):
 		return fmt.Sprintf("%s: reserved capacity is already paid for (rank %d of %d)", strategy, rank+1, n)
 	}
-	s := fmt.Sprintf("$%.4f/%s-h %s", c.raw, c.unit, c.priceKind)
+	s := fmt.Sprintf("$%.4f/%s-h %s (%s)", c.raw, c.unit, c.priceKind, c.source)
 	if c.priceKind == string(v1alpha1.CapacityTypeSpot) {
 		s += ", interruption " + c.bucket.String()
 		if strategy == v1alpha1.WeightingRiskAdjustedCost {
 			s += fmt.Sprintf(" (x%.2f = $%.4f)", c.penalty, c.price)
 		}
 	}
-	return fmt.Sprintf("%s: %s, mean of %s in %s (rank %d of %d)", strategy, s, strings.Join(c.types, ", "), r.region, rank+1, n)
+	return fmt.Sprintf("%s: %s: %s, median of the %d cheapest of %d types in %s; their prices: %s (rank %d of %d)",
+		strategy, s, c.median, c.sample, c.allowed, r.region, c.sourceCounts, rank+1, n)
 }
 
-// rungCost prices a rung over the CheapestFew types it allows.
+// rungCost prices a rung at the median unit price of the RungSample cheapest types it
+// allows.
 func (r *renderer) rungCost(t *template, rung Rung, riskAdjusted bool) rungCost {
 	c := rungCost{unit: string(r.unit()), priceKind: string(rung.CapacityType)}
 	if r.podShape() != nil {
@@ -122,6 +135,7 @@ func (r *renderer) rungCost(t *template, rung Rung, riskAdjusted bool) rungCost 
 		name           string
 		unitPrice, adj float64
 		bucket         catalog.Bucket
+		source         string
 	}
 	var cands []candidate
 	for _, ty := range r.catalog.Types {
@@ -129,18 +143,18 @@ func (r *renderer) rungCost(t *template, rung Rung, riskAdjusted bool) rungCost 
 		if !ok || !matcher.Matches(ty) {
 			continue
 		}
-		hourly := p.OnDemand
+		hourly, source := p.OnDemand, p.OnDemandSource
 		if rung.CapacityType == v1alpha1.CapacityTypeSpot {
 			if p.SpotAvg == 0 {
 				continue
 			}
-			hourly = p.SpotAvg
+			hourly, source = p.SpotAvg, p.SpotSource
 		}
 		units := r.unitsOf(ty)
 		if units <= 0 {
 			continue
 		}
-		cand := candidate{name: ty.Name, unitPrice: hourly / units, bucket: p.Interruption}
+		cand := candidate{name: ty.Name, unitPrice: hourly / units, bucket: p.Interruption, source: source}
 		cand.adj = cand.unitPrice
 		if riskAdjusted && rung.CapacityType == v1alpha1.CapacityTypeSpot {
 			cand.adj *= RiskPenalty[p.Interruption]
@@ -156,16 +170,39 @@ func (r *renderer) rungCost(t *template, rung Rung, riskAdjusted bool) rungCost 
 		}
 		return cands[a].name < cands[b].name
 	})
-	few := cands[:min(CheapestFew, len(cands))]
-	var raw, adj float64
-	for _, cand := range few {
-		raw += cand.unitPrice
-		adj += cand.adj
-		c.types = append(c.types, cand.name)
+	sample := cands[:min(RungSample, len(cands))]
+	mid := sample[(len(sample)-1)/2]
+	counts := map[string]int{}
+	for _, cand := range sample {
+		counts[cand.source]++
 	}
-	c.known, c.raw, c.price, c.bucket = true, raw/float64(len(few)), adj/float64(len(few)), few[0].bucket
+	c.known, c.raw, c.price, c.bucket = true, mid.unitPrice, mid.adj, mid.bucket
+	c.median, c.source, c.sample, c.allowed = mid.name, mid.source, len(sample), len(cands)
 	c.penalty = c.price / c.raw
+	c.sourceCounts = countedSources(counts)
 	return c
+}
+
+// countedSources lists sources by how many prices each gave, most first.
+func countedSources(counts map[string]int) string {
+	names := make([]string, 0, len(counts))
+	for n := range counts {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if counts[names[i]] != counts[names[j]] {
+			return counts[names[i]] > counts[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	parts := make([]string, len(names))
+	for i, n := range names {
+		if n == "" {
+			n = "unknown"
+		}
+		parts[i] = fmt.Sprintf("%s (%d)", n, counts[n])
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (r *renderer) podShape() *v1alpha1.PodShape {

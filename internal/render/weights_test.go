@@ -2,9 +2,12 @@ package render_test
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -148,5 +151,88 @@ func TestGoldenWeights(t *testing.T) {
 	}
 	if got != string(want) {
 		t.Errorf("%s differs; run go test ./internal/render -update and review:\n%s", path, got)
+	}
+}
+
+// withSpotDiscount returns cat with the us-east-1 spot price of the named types or
+// families set to on-demand x (1 - discount).
+func withSpotDiscount(cat *catalog.Catalog, discount float64, names ...string) *catalog.Catalog {
+	out := &catalog.Catalog{Types: cat.Types, Prices: map[string]map[string]catalog.Price{}, Dates: cat.Dates}
+	for r, p := range cat.Prices {
+		out.Prices[r] = p
+	}
+	region := map[string]catalog.Price{}
+	for name, p := range cat.Prices["us-east-1"] {
+		for _, n := range names {
+			if (name == n || cat.Types[name].Family == n) && p.SpotAvg > 0 {
+				p.SpotAvg, p.SpotMin = p.OnDemand*(1-discount), p.OnDemand*(1-discount)
+			}
+		}
+		region[name] = p
+	}
+	out.Prices["us-east-1"] = region
+	return out
+}
+
+var unitPrice = regexp.MustCompile(`\$([0-9.]+)/`)
+
+// rungPrices renders the sample general class under Cost and returns each rung's price
+// as its weight reason states it, and its weight.
+func rungPrices(t *testing.T, cat *catalog.Catalog) (map[string]float64, map[string]int32) {
+	t.Helper()
+	classes, b := goldenInputs(t)
+	wc := classes["sample-general"].DeepCopy()
+	strategy(v1alpha1.WeightingCost)(wc)
+	res, err := render.Render(b, wc, render.Options{Catalog: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prices, weights := map[string]float64{}, map[string]int32{}
+	for _, r := range res.Rungs {
+		m := unitPrice.FindStringSubmatch(r.WeightReason)
+		if m == nil {
+			t.Fatalf("%s: no price in %q", r.Name, r.WeightReason)
+		}
+		prices[r.Name], _ = strconv.ParseFloat(m[1], 64)
+		weights[r.Name] = r.Weight
+	}
+	return prices, weights
+}
+
+// TestOneOddTypeCannotSwingARung: a single type whose spot price is 95% off (c7g.large,
+// normally about 60%) moves the general-spot-arm64 rung's price by a few percent at most
+// (the mean of its 3 cheapest types fell 66%), and no weight changes.
+func TestOneOddTypeCannotSwingARung(t *testing.T) {
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, weightsBefore := rungPrices(t, cat)
+	after, weightsAfter := rungPrices(t, withSpotDiscount(cat, 0.95, "c7g.large"))
+	if b, a := before["general-spot-arm64"], after["general-spot-arm64"]; math.Abs(a-b)/b > 0.05 {
+		t.Errorf("one odd type moved general-spot-arm64 from $%.4f to $%.4f", b, a)
+	}
+	if fmt.Sprint(weightsBefore) != fmt.Sprint(weightsAfter) {
+		t.Errorf("one odd type changed the weights: %v -> %v", weightsBefore, weightsAfter)
+	}
+	// Putting c8gd, m8gd and r8gd (12 sizes each, 89% off) at their categories' median
+	// discounts moves the rung by a fraction of what it moved the old mean of 3 (+71%).
+	fixed, _ := rungPrices(t, withSpotDiscount(cat, 0.65, "c8gd", "m8gd", "r8gd"))
+	if b, a := before["general-spot-arm64"], fixed["general-spot-arm64"]; (a-b)/b > 0.25 {
+		t.Errorf("the three odd families moved general-spot-arm64 from $%.4f to $%.4f", b, a)
+	}
+}
+
+// TestPriceSourcesAreNamed: every cost-ranked rung names where its prices came from.
+func TestPriceSourcesAreNamed(t *testing.T) {
+	classes, b := goldenInputs(t)
+	res, err := render.Render(b, classes["sample-general"], render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Rungs {
+		if !strings.Contains(r.WeightReason, "(catalog 2025-05-28)") || r.PriceSources != string(r.CapacityType)+": catalog 2025-05-28 (60)" {
+			t.Errorf("%s: reason %q, sources %q", r.Name, r.WeightReason, r.PriceSources)
+		}
 	}
 }

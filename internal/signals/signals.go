@@ -1,8 +1,9 @@
 // Package signals reads runtime cost signals: the Spot Instance Advisor's interruption
-// buckets (its spot-advisor-data.json feed, as published) and optional per-type price
-// overrides, from a ConfigMap the controller watches or a file the CLI is given. Signals
-// overlay the embedded catalog for one region; without them the catalog's own figures
-// stand.
+// buckets and savings over on-demand (its spot-advisor-data.json feed, as published) and
+// optional per-type price overrides, from a ConfigMap the controller watches or a file the
+// CLI is given. Signals overlay the embedded catalog for one region into the one priced
+// catalog that weights, simulate, catalog and lint read; without them the catalog's own
+// figures stand.
 package signals
 
 import (
@@ -38,6 +39,9 @@ type Signals struct {
 	// Buckets are the advisor's interruption buckets by type; BucketUnknown where the
 	// advisor publishes {"s":0,"r":0}.
 	Buckets map[string]catalog.Bucket
+	// Savings are the advisor's savings of spot over on-demand by type, in percent (1..99);
+	// types without a figure are absent.
+	Savings map[string]int
 	Prices  map[string]PriceOverride
 	// FetchedAt is zero when unknown.
 	FetchedAt time.Time
@@ -63,9 +67,16 @@ var bucketByLabel = map[string]catalog.Bucket{
 	"15-20%": catalog.Bucket15To20, ">20%": catalog.BucketOver20,
 }
 
-// ParseAdvisor reads the feed's Linux buckets for region. ok is false when the feed has no
-// Linux data for the region.
-func ParseAdvisor(data []byte, region string) (map[string]catalog.Bucket, bool, error) {
+// Advice is the advisor's entry for one type.
+type Advice struct {
+	Bucket catalog.Bucket
+	// Savings is spot's saving over on-demand in percent; 0 when the advisor has no figure.
+	Savings int
+}
+
+// ParseAdvisor reads the feed's Linux entries for region. ok is false when the feed has
+// no Linux data for the region.
+func ParseAdvisor(data []byte, region string) (map[string]Advice, bool, error) {
 	var feed advisorFeed
 	if err := json.Unmarshal(data, &feed); err != nil {
 		return nil, false, fmt.Errorf("parsing the Spot Instance Advisor feed: %w", err)
@@ -85,7 +96,7 @@ func ParseAdvisor(data []byte, region string) (map[string]catalog.Bucket, bool, 
 	if !ok {
 		return nil, false, nil
 	}
-	out := make(map[string]catalog.Bucket, len(linux))
+	out := make(map[string]Advice, len(linux))
 	for name, e := range linux {
 		b, known := byIndex[e.R]
 		switch {
@@ -93,8 +104,10 @@ func ParseAdvisor(data []byte, region string) (map[string]catalog.Bucket, bool, 
 			b = catalog.BucketUnknown // the advisor's "no data", not "<5%"
 		case !known:
 			return nil, false, fmt.Errorf("the Spot Instance Advisor feed gives %s range %d, which it does not define", name, e.R)
+		case e.S < 0 || e.S >= 100:
+			return nil, false, fmt.Errorf("the Spot Instance Advisor feed gives %s savings of %d%%, outside 0..99", name, e.S)
 		}
-		out[name] = b
+		out[name] = Advice{Bucket: b, Savings: e.S}
 	}
 	return out, true, nil
 }
@@ -134,14 +147,14 @@ func FromConfigMap(cm *corev1.ConfigMap, region string) (*Signals, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s has no %s key", source, AdvisorKey)
 	}
-	buckets, found, err := ParseAdvisor([]byte(feed), region)
+	advice, found, err := ParseAdvisor([]byte(feed), region)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
 	if !found {
 		return nil, nil
 	}
-	s := &Signals{Region: region, Buckets: buckets, Source: source}
+	s := fromAdvice(advice, region, source)
 	if raw, ok := cm.Data[PricesKey]; ok {
 		if err := json.Unmarshal([]byte(raw), &s.Prices); err != nil {
 			return nil, fmt.Errorf("%s: parsing %s: %w", source, PricesKey, err)
@@ -175,44 +188,69 @@ func FromFile(data []byte, source, region string) (*Signals, error) {
 		}
 		return s, err
 	}
-	buckets, found, err := ParseAdvisor(data, region)
+	advice, found, err := ParseAdvisor(data, region)
 	if err != nil || !found {
 		return nil, err
 	}
-	return &Signals{Region: region, Buckets: buckets, Source: source}, nil
+	return fromAdvice(advice, region, source), nil
+}
+
+func fromAdvice(advice map[string]Advice, region, source string) *Signals {
+	s := &Signals{Region: region, Source: source, Buckets: make(map[string]catalog.Bucket, len(advice)), Savings: map[string]int{}}
+	for name, a := range advice {
+		s.Buckets[name] = a.Bucket
+		if a.Savings > 0 {
+			s.Savings[name] = a.Savings
+		}
+	}
+	return s
+}
+
+// AdvisorSource names the advisor's prices: "advisor <fetched-at date>", or "advisor
+// (undated)" for a feed without the annotation.
+func (s *Signals) AdvisorSource() string {
+	if s.FetchedAt.IsZero() {
+		return catalog.SourceAdvisor + " (undated)"
+	}
+	return catalog.SourceAdvisor + " " + s.FetchedAt.UTC().Format(time.DateOnly)
 }
 
 // Apply overlays the signals on the catalog's prices for their region and returns the
-// result; c is not changed.
+// priced catalog; c is not changed. For each type: the advisor's interruption bucket;
+// an on-demand override; then spot at on-demand x (1 - savings/100) where the advisor
+// has a savings figure (both spot min and average: the advisor has one figure); then a
+// spot override. Each price's source says which of these set it.
 func (s *Signals) Apply(c *catalog.Catalog) *catalog.Catalog {
-	out := &catalog.Catalog{Types: c.Types, Prices: map[string]map[string]catalog.Price{}}
+	out := &catalog.Catalog{Types: c.Types, Prices: map[string]map[string]catalog.Price{}, Dates: c.Dates}
 	for r, prices := range c.Prices {
 		out.Prices[r] = prices
 	}
-	region := map[string]catalog.Price{}
+	region := make(map[string]catalog.Price, len(c.Prices[s.Region]))
 	for name, p := range c.Prices[s.Region] {
-		if b, ok := s.Buckets[name]; ok {
-			p.Interruption = b
-		}
 		region[name] = p
 	}
 	for name, o := range s.Prices {
-		p, ok := region[name]
-		if !ok {
-			p = catalog.Price{Interruption: catalog.BucketUnknown}
-			if b, known := s.Buckets[name]; known {
-				p.Interruption = b
-			}
+		if _, ok := region[name]; !ok && o.OnDemand > 0 { // a price needs an on-demand figure to be usable
+			region[name] = catalog.Price{Interruption: catalog.BucketUnknown}
 		}
+	}
+	advisor := s.AdvisorSource()
+	for name, p := range region {
+		if b, ok := s.Buckets[name]; ok {
+			p.Interruption = b
+		}
+		o := s.Prices[name]
 		if o.OnDemand > 0 {
-			p.OnDemand = o.OnDemand
+			p.OnDemand, p.OnDemandSource = o.OnDemand, catalog.SourceOverride
+		}
+		if pct, ok := s.Savings[name]; ok && p.OnDemand > 0 {
+			p.SpotAvg = p.OnDemand * (1 - float64(pct)/100)
+			p.SpotMin, p.SpotSource = p.SpotAvg, advisor
 		}
 		if o.Spot > 0 {
-			p.SpotMin, p.SpotAvg = o.Spot, o.Spot
+			p.SpotMin, p.SpotAvg, p.SpotSource = o.Spot, o.Spot, catalog.SourceOverride
 		}
-		if p.OnDemand > 0 { // a price needs an on-demand figure to be usable
-			region[name] = p
-		}
+		region[name] = p
 	}
 	out.Prices[s.Region] = region
 	return out
@@ -238,5 +276,5 @@ func Assess(s *Signals, missing string, now time.Time, maxAge time.Duration) Fre
 		return Freshness{Status: "False", Reason: "Stale", Message: fmt.Sprintf("%s was fetched at %s, more than %s ago; weights use the embedded catalog", s.Source, s.FetchedAt.UTC().Format(time.RFC3339), maxAge)}
 	}
 	return Freshness{Status: "True", Reason: "Fresh", StaleAt: s.FetchedAt.Add(maxAge),
-		Message: fmt.Sprintf("%s fetched at %s: interruption buckets for %d types in %s", s.Source, s.FetchedAt.UTC().Format(time.RFC3339), len(s.Buckets), s.Region)}
+		Message: fmt.Sprintf("%s fetched at %s: interruption buckets for %d types and spot prices from savings for %d in %s", s.Source, s.FetchedAt.UTC().Format(time.RFC3339), len(s.Buckets), len(s.Savings), s.Region)}
 }

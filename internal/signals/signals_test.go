@@ -1,6 +1,7 @@
 package signals_test
 
 import (
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -39,9 +40,12 @@ func TestParseAdvisorKeysOnRangesNotMax(t *testing.T) {
 		t.Fatalf("got %d types, want %d (Linux only)", len(got), len(want))
 	}
 	for name, b := range want {
-		if got[name] != b {
-			t.Errorf("%s = %s, want %s", name, got[name], b)
+		if got[name].Bucket != b {
+			t.Errorf("%s = %s, want %s", name, got[name].Bucket, b)
 		}
+	}
+	if got["m7g.xlarge"].Savings != 70 || got["x2gd.metal"].Savings != 0 {
+		t.Errorf("savings: m7g.xlarge %d, x2gd.metal %d; want 70 and 0", got["m7g.xlarge"].Savings, got["x2gd.metal"].Savings)
 	}
 	if _, found, _ := signals.ParseAdvisor(feed(t), "ap-south-9"); found {
 		t.Error("a region the feed lacks must not be found")
@@ -83,6 +87,43 @@ func TestConfigMapSignalsOverlayTheCatalog(t *testing.T) {
 	}
 	if cat.Prices["us-east-1"]["m5.large"].OnDemand == 0.2 || over.Prices["eu-west-1"]["m5.large"] != cat.Prices["eu-west-1"]["m5.large"] {
 		t.Error("Apply changed the catalog or another region")
+	}
+}
+
+// TestAdvisorSavingsPriceSpot: where the advisor has a savings figure, spot is on-demand
+// x (1 - s/100) and says so; an explicit override still wins; without a figure the
+// snapshot's spot price stands.
+func TestAdvisorSavingsPriceSpot(t *testing.T) {
+	s, err := signals.FromConfigMap(configMap(t, "2026-11-29T10:00:00Z"), "us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	over := s.Apply(cat)
+	base := cat.Prices["us-east-1"]
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
+	for name, pct := range map[string]float64{"m7g.xlarge": 70, "r6i.large": 68, "c6a.large": 62, "c7g.large": 61} {
+		p := over.Prices["us-east-1"][name]
+		want := base[name].OnDemand * (1 - pct/100)
+		if !near(p.SpotAvg, want) || !near(p.SpotMin, want) || p.SpotSource != "advisor 2026-11-29" || p.OnDemandSource != "catalog 2025-05-28" {
+			t.Errorf("%s = %+v, want spot %v from advisor 2026-11-29", name, p, want)
+		}
+	}
+	if p := over.Prices["us-east-1"]["m5.large"]; p.SpotAvg != 0.05 || p.SpotSource != "override" || p.OnDemandSource != "override" {
+		t.Errorf("the override must win over the advisor: m5.large = %+v", p)
+	}
+	if p := over.Prices["us-east-1"]["x2gd.metal"]; p.SpotAvg != base["x2gd.metal"].SpotAvg || p.SpotSource != "catalog 2025-05-28" {
+		t.Errorf("no savings figure ({s:0}) must keep the catalog's spot: x2gd.metal = %+v", p)
+	}
+	if p := over.Prices["us-east-1"]["m7i.large"]; p != base["m7i.large"] {
+		t.Errorf("a type the feed lacks changed: %+v", p)
+	}
+	undated, _ := signals.FromFile(feed(t), "feed.json", "us-east-1")
+	if p := undated.Apply(cat).Prices["us-east-1"]["m7g.xlarge"]; p.SpotSource != "advisor (undated)" {
+		t.Errorf("an undated feed's source = %q", p.SpotSource)
 	}
 }
 

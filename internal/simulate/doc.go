@@ -9,7 +9,9 @@
 // The model and its limits:
 //   - Offerings: every catalog type with a price in the region is offered in every given
 //     zone, on-demand at its on-demand price and, when it has a spot price, spot at the
-//     region's average spot price. The catalog has no per-zone spot prices (the source's
+//     region's average spot price, from the priced catalog the options give (the
+//     advisor's on-demand x (1 - savings) where signals have it), so launch choice and
+//     cost use the same prices as the weights. The catalog has no per-zone spot prices (the source's
 //     zone array is unlabelled) nor per-zone availability, so zones differ only by what
 //     topology spread asks of them.
 //   - Capacity: vCPU and memory from the catalog, less the AWS provider's 7.5% VM memory

@@ -53,6 +53,10 @@ func launch(nc *scheduling.NodeClaim, facts map[string]known) NodeClaim {
 				if f := facts[it.Name].facts; f != nil {
 					out.Family = f.Family
 				}
+				out.PriceSource = facts[it.Name].price.OnDemandSource
+				if capacityType == karpv1.CapacityTypeSpot {
+					out.PriceSource = facts[it.Name].price.SpotSource
+				}
 			}
 		}
 	}

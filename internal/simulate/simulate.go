@@ -29,7 +29,7 @@ type Options struct {
 	Region string
 	// Zones are the availability zones offered; every type is offered in each.
 	Zones []string
-	// Catalog replaces the embedded catalog (for signals or tests).
+	// Catalog replaces the embedded catalog: the priced catalog signals give, or a test's.
 	Catalog *catalog.Catalog
 	// Unavailable marks offerings EC2 would refuse.
 	Unavailable Unavailable
@@ -45,6 +45,8 @@ type NodeClaim struct {
 	Pods         []string `json:"pods"`
 	// PricePerHour is the chosen offering's price, USD.
 	PricePerHour float64 `json:"pricePerHour"`
+	// PriceSource names where that price came from (catalog, advisor, override).
+	PriceSource string `json:"priceSource"`
 	// Options is how many instance types Karpenter left the launch to choose from.
 	Options int `json:"instanceTypeOptions"`
 }

@@ -2,7 +2,9 @@ package simulate_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/manifest"
 	"github.com/poolsmith/poolsmith/internal/render"
+	"github.com/poolsmith/poolsmith/internal/signals"
 	"github.com/poolsmith/poolsmith/internal/simulate"
 )
 
@@ -189,6 +192,77 @@ func TestFamilyConsistencyYieldsOneFamilyForASpreadDeployment(t *testing.T) {
 	}
 	if len(zonesUsed) != 3 {
 		t.Errorf("spread over %d zones, want 3", len(zonesUsed))
+	}
+}
+
+func TestWorkloadCountsAreBoundedAndNamed(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"negative replicas", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: -5, template: {spec: {containers: [{name: c}]}}}\n",
+			"Deployment web): spec.replicas: -5 must not be negative"},
+		{"two billion replicas", "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec: {replicas: 2000000000, template: {spec: {containers: [{name: c}]}}}\n",
+			"StatefulSet db): spec.replicas: 2000000000 is more than the 10000 pods"},
+		{"Job parallelism", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {parallelism: 10001, template: {spec: {containers: [{name: c}]}}}\n",
+			"Job j): spec.parallelism: 10001 is more than"},
+		{"many workloads together", strings.Repeat("---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 6000, template: {spec: {containers: [{name: c}]}}}\n", 2),
+			"6000 more pods make more than the 10000 pods"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, err := manifest.Decode("w.yaml", strings.NewReader(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pods, err := simulate.Pods(objs)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%d pods, error %v; want %q", len(pods), err, tc.want)
+			}
+		})
+	}
+	objs, _ := manifest.Decode("w.yaml", strings.NewReader("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 10000, template: {spec: {containers: [{name: c}]}}}\n"))
+	if pods, err := simulate.Pods(objs); err != nil || len(pods) != simulate.MaxPods {
+		t.Errorf("exactly MaxPods: %d pods, %v", len(pods), err)
+	}
+}
+
+// TestAdvisorSavingsPriceTheLaunch: with an advisor feed that gives every us-east-1 type
+// 50% savings at <5% interruption, each spot NodeClaim costs exactly half its type's
+// on-demand price and says the advisor priced it.
+func TestAdvisorSavingsPriceTheLaunch(t *testing.T) {
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	linux := map[string]map[string]int{}
+	for name := range cat.Prices["us-east-1"] {
+		linux[name] = map[string]int{"s": 50, "r": 0}
+	}
+	feed, err := json.Marshal(map[string]any{
+		"ranges":       []map[string]any{{"index": 0, "label": "<5%"}},
+		"spot_advisor": map[string]any{"us-east-1": map[string]any{"Linux": linux}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "n", Annotations: map[string]string{signals.FetchedAtAnnotation: "2026-11-29T10:00:00Z"}},
+		Data: map[string]string{signals.AdvisorKey: string(feed)}}
+	s, err := signals.FromConfigMap(cm, "us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, samplePools(t, static), pods(6, "web", "1"), func(o *simulate.Options) { o.Catalog = s.Apply(cat) })
+	if len(res.NodeClaims) == 0 {
+		t.Fatal("no NodeClaims")
+	}
+	for _, nc := range res.NodeClaims {
+		od := cat.Prices["us-east-1"][nc.InstanceType].OnDemand
+		if nc.CapacityType != karpv1.CapacityTypeSpot || math.Abs(nc.PricePerHour-od*0.5) > 1e-12 || nc.PriceSource != "advisor 2026-11-29" {
+			t.Errorf("%s %s at $%v from %q, want spot at $%v from advisor 2026-11-29", nc.NodePool, nc.InstanceType, nc.PricePerHour, nc.PriceSource, od*0.5)
+		}
+	}
+	plain := run(t, samplePools(t, static), pods(6, "web", "1"))
+	if plain.NodeClaims[0].PriceSource != "catalog 2025-05-28" {
+		t.Errorf("without signals the price source is %q", plain.NodeClaims[0].PriceSource)
 	}
 }
 

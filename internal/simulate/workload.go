@@ -12,19 +12,25 @@ import (
 	"github.com/poolsmith/poolsmith/internal/manifest"
 )
 
+// MaxPods bounds a simulation: at most this many pending pods per workload (replicas, or
+// a Job's parallelism) and in total. Karpenter's scheduler holds every pod and NodeClaim
+// in memory: two billion replicas once grew the process past 9 GB.
+const MaxPods = 10000
+
 // WorkloadKinds are the kinds Pods reads.
 var WorkloadKinds = map[string]bool{"Deployment": true, "StatefulSet": true, "Job": true, "Pod": true}
 
 // Pods expands Deployments, StatefulSets, Jobs and Pods into the pending pods Karpenter
 // would see: replicas (Jobs: parallelism) copies of the template with its requests,
 // nodeSelector, affinity, tolerations and topologySpreadConstraints. Other kinds are
-// skipped.
+// skipped. Negative counts and counts over MaxPods are errors naming the object and field.
 func Pods(objs []manifest.Object) ([]*corev1.Pod, error) {
 	var pods []*corev1.Pod
 	for _, o := range objs {
 		var (
 			template corev1.PodTemplateSpec
 			replicas int32 = 1
+			field          = "spec.replicas"
 		)
 		switch o.GetKind() {
 		case "Deployment":
@@ -44,7 +50,7 @@ func Pods(objs []manifest.Object) ([]*corev1.Pod, error) {
 			if err := o.Into(j); err != nil {
 				return nil, err
 			}
-			template, replicas = j.Spec.Template, deref(j.Spec.Parallelism, 1)
+			template, replicas, field = j.Spec.Template, deref(j.Spec.Parallelism, 1), "spec.parallelism"
 		case "Pod":
 			p := &corev1.Pod{}
 			if err := o.Into(p); err != nil {
@@ -53,6 +59,14 @@ func Pods(objs []manifest.Object) ([]*corev1.Pod, error) {
 			template = corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec}
 		default:
 			continue
+		}
+		switch {
+		case replicas < 0:
+			return nil, fmt.Errorf("%s: %s: %d must not be negative", o.Where(), field, replicas)
+		case replicas > MaxPods:
+			return nil, fmt.Errorf("%s: %s: %d is more than the %d pods a simulation takes", o.Where(), field, replicas, MaxPods)
+		case len(pods)+int(replicas) > MaxPods:
+			return nil, fmt.Errorf("%s: %s: %d more pods make more than the %d pods a simulation takes", o.Where(), field, replicas, MaxPods)
 		}
 		ns := o.GetNamespace()
 		if ns == "" {

@@ -30,8 +30,19 @@ type Env struct {
 	Client client.Client
 }
 
+// Option changes the control plane before it starts.
+type Option func(*envtest.Environment)
+
+// WithAPIServerFlag appends a kube-apiserver flag, e.g. ("enable-admission-plugins",
+// "OwnerReferencesPermissionEnforcement").
+func WithAPIServerFlag(name, value string) Option {
+	return func(env *envtest.Environment) {
+		env.ControlPlane.GetAPIServer().Configure().Append(name, value)
+	}
+}
+
 // Start starts kube-apiserver and etcd from KUBEBUILDER_ASSETS and installs the CRDs.
-func Start() (*Env, error) {
+func Start(opts ...Option) (*Env, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, fmt.Errorf("KUBEBUILDER_ASSETS is not set: run tests with `make test`, or export KUBEBUILDER_ASSETS=$(hack/envtest.sh)")
 	}
@@ -43,6 +54,9 @@ func Start() (*Env, error) {
 		CRDDirectoryPaths:     dirs,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme.Scheme,
+	}
+	for _, opt := range opts {
+		opt(env)
 	}
 	cfg, err := env.Start()
 	if err != nil {

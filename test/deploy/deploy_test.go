@@ -1,5 +1,6 @@
 // Package deploy_test checks config/default: kustomize builds it, the real API server
-// accepts every object, and the Deployment and RBAC are as locked down as documented.
+// accepts every object, and the Deployment and RBAC are as locked down as documented
+// (test/lockdown, the checks charts/poolsmith passes too).
 package deploy_test
 
 import (
@@ -10,12 +11,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/poolsmith/poolsmith/internal/manifest"
 	"github.com/poolsmith/poolsmith/internal/testenv"
+	"github.com/poolsmith/poolsmith/test/lockdown"
 )
 
 func TestDefaultKustomizationIsAcceptedAndLeastPrivilege(t *testing.T) {
@@ -49,41 +49,9 @@ func TestDefaultKustomizationIsAcceptedAndLeastPrivilege(t *testing.T) {
 		if err := env.Client.Patch(ctx, o.Unstructured, client.Apply, opts...); err != nil {
 			t.Errorf("%s rejected: %v", o.Where(), err)
 		}
-		switch o.GetKind() {
-		case "Deployment":
-			d := &appsv1.Deployment{}
-			if err := o.Into(d); err != nil {
-				t.Fatal(err)
-			}
-			pod := d.Spec.Template.Spec
-			c := pod.Containers[0]
-			if pod.SecurityContext == nil || pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot {
-				t.Error("the manager must run as non-root")
-			}
-			if c.SecurityContext == nil || c.SecurityContext.ReadOnlyRootFilesystem == nil || !*c.SecurityContext.ReadOnlyRootFilesystem {
-				t.Error("the manager's root filesystem must be read-only")
-			}
-			if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
-				t.Error("the manager must request cpu and memory")
-			}
-		case "ClusterRole", "Role":
-			r := &rbacv1.ClusterRole{}
-			if err := o.Into(r); err != nil {
-				t.Fatal(err)
-			}
-			for _, rule := range r.Rules {
-				for _, res := range rule.Resources {
-					if res == "secrets" || res == "*" {
-						t.Errorf("%s grants %s", o.Where(), res)
-					}
-				}
-				for _, v := range rule.Verbs {
-					if v == "*" {
-						t.Errorf("%s grants every verb", o.Where())
-					}
-				}
-			}
-		}
+	}
+	for _, msg := range lockdown.Check(objs) {
+		t.Error(msg)
 	}
 	// The signals refresh sample goes into the namespace config/default created.
 	refresh, err := manifest.Load([]string{"../../config/samples/signals"}, nil)

@@ -1,0 +1,188 @@
+// Package observe reads what the cluster holds of a class and plans it: the children it
+// controls, objects of other owners under its rendered names, and the usage its limits are
+// split by. The controller (through its cache) and `poolsmith diff` (through a direct
+// client) both plan through Cluster.Plan, so they see the same inputs the same way.
+package observe
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/plan"
+	"github.com/poolsmith/poolsmith/internal/render"
+	"github.com/poolsmith/poolsmith/internal/validate"
+)
+
+// Cluster is where a class's children are read from.
+type Cluster struct {
+	// Cached lists the labelled children (the manager's cache holds only those).
+	Cached client.Reader
+	// Direct reads past the cache, for rendered names the cache does not hold.
+	Direct client.Reader
+	// NodeOverlays is true when the NodeOverlay CRD is served and overlays are managed.
+	NodeOverlays bool
+	// Validator judges every write; nil means Karpenter's and Poolsmith's CRDs
+	// (validate.Default).
+	Validator plan.Validator
+	// Lazy skips asking the API server about rendered names the cache does not hold when
+	// the plan only creates: a create then meets AlreadyExists instead, which the executor
+	// turns into the ownership check. A plan that also changes or deletes existing
+	// children is always verified first, so a taken name stops it before any change.
+	Lazy bool
+}
+
+// Children lists the children the class controls.
+func (c Cluster) Children(ctx context.Context, wc *v1alpha1.WorkloadClass) (plan.Children, error) {
+	live := plan.Children{NodePools: map[string]*karpv1.NodePool{}, NodeOverlays: map[string]*karpv1alpha1.NodeOverlay{}}
+	owned := client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue, v1alpha1.LabelClass: wc.Name}
+	pools := &karpv1.NodePoolList{}
+	if err := c.Cached.List(ctx, pools, owned); err != nil {
+		return live, fmt.Errorf("listing NodePools of WorkloadClass %s: %w", wc.Name, err)
+	}
+	live.NodePools = controlledBy(pools.Items, wc)
+	if c.NodeOverlays {
+		overlays := &karpv1alpha1.NodeOverlayList{}
+		if err := c.Cached.List(ctx, overlays, owned); err != nil {
+			return live, fmt.Errorf("listing NodeOverlays of WorkloadClass %s: %w", wc.Name, err)
+		}
+		live.NodeOverlays = controlledBy(overlays.Items, wc)
+	}
+	ncs := &awsv1.EC2NodeClassList{}
+	if err := c.Cached.List(ctx, ncs, owned); err != nil {
+		return live, fmt.Errorf("listing EC2NodeClasses of WorkloadClass %s: %w", wc.Name, err)
+	}
+	if nc, ok := controlledBy(ncs.Items, wc)[wc.Name]; ok {
+		live.NodeClass = nc
+	}
+	return live, nil
+}
+
+// controlledBy keeps, by name, the listed objects whose controller is owner.
+func controlledBy[T any, PT interface {
+	*T
+	client.Object
+}](items []T, owner metav1.Object) map[string]PT {
+	out := map[string]PT{}
+	for i := range items {
+		if o := PT(&items[i]); metav1.IsControlledBy(o, owner) {
+			out[o.GetName()] = o
+		}
+	}
+	return out
+}
+
+// lookup asks the API server about each rendered name live does not hold. An object the
+// class controls whose labels were removed joins live (the update puts them back); any
+// other object is foreign.
+func (c Cluster) lookup(ctx context.Context, wc *v1alpha1.WorkloadClass, res *render.Result, live *plan.Children) ([]client.Object, error) {
+	var foreign []client.Object
+	check := func(want client.Object, empty client.Object, adopt func(client.Object)) error {
+		err := c.Direct.Get(ctx, client.ObjectKey{Name: want.GetName()}, empty)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return fmt.Errorf("checking for an existing %s %s: %w", plan.KindOf(want), want.GetName(), err)
+		case metav1.IsControlledBy(empty, wc):
+			adopt(empty)
+		default:
+			foreign = append(foreign, empty)
+		}
+		return nil
+	}
+	if live.NodeClass == nil {
+		if err := check(res.NodeClass, &awsv1.EC2NodeClass{}, func(o client.Object) { live.NodeClass = o.(*awsv1.EC2NodeClass) }); err != nil {
+			return nil, err
+		}
+	}
+	for _, np := range res.NodePools {
+		if _, ok := live.NodePools[np.Name]; !ok {
+			if err := check(np, &karpv1.NodePool{}, func(o client.Object) { live.NodePools[o.GetName()] = o.(*karpv1.NodePool) }); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, ov := range res.NodeOverlays {
+		if _, ok := live.NodeOverlays[ov.Name]; !ok {
+			if err := check(ov, &karpv1alpha1.NodeOverlay{}, func(o client.Object) { live.NodeOverlays[o.GetName()] = o.(*karpv1alpha1.NodeOverlay) }); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return foreign, nil
+}
+
+// Outcome is a class rendered over what the cluster holds, and its plan.
+type Outcome struct {
+	Result *render.Result
+	Live   plan.Children
+	Plan   *plan.Plan
+	// Invalid are the writes the API server would refuse; when there are any, nothing of
+	// the class may be written.
+	Invalid []plan.Invalid
+}
+
+// overlaysOff is the InvalidSpec message for a class that asks for NodeOverlays the
+// manager does not manage.
+const overlaysOff = "this manager runs without --node-overlays (which needs Karpenter's NodeOverlay CRD and feature gate)"
+
+// Plan renders the class with the usage of its live NodePools, plans it and validates
+// every write. opts carries the catalog and region; its Usage is filled here. Render
+// errors come back as render.Errors.
+func (c Cluster) Plan(ctx context.Context, wc *v1alpha1.WorkloadClass, baseline *v1alpha1.Baseline, opts render.Options) (*Outcome, error) {
+	live, err := c.Children(ctx, wc)
+	if err != nil {
+		return nil, err
+	}
+	opts.Usage = live.Usage()
+	res, err := render.Render(baseline, wc, opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(res.NodeOverlays) > 0 && !c.NodeOverlays {
+		return nil, render.Errors{{Reason: v1alpha1.ReasonInvalidSpec, Field: "spec.weighting.nodeOverlays", Message: overlaysOff}}
+	}
+	crds, err := validate.Default()
+	if err != nil {
+		return nil, err
+	}
+	in := plan.Input{Class: wc, Result: res, Live: live, Unverified: true}
+	p, err := plan.Compute(in, crds)
+	if err != nil {
+		return nil, err
+	}
+	if !c.Lazy || (p.Creates() && p.ChangesExisting()) {
+		if in.Foreign, err = c.lookup(ctx, wc, res, &in.Live); err != nil {
+			return nil, err
+		}
+		in.Unverified = false
+		if p, err = plan.Compute(in, crds); err != nil {
+			return nil, err
+		}
+		live = in.Live
+	}
+	var v plan.Validator = crds
+	if c.Validator != nil {
+		v = c.Validator
+	}
+	return &Outcome{Result: res, Live: live, Plan: p, Invalid: p.Validate(v)}, nil
+}
+
+// InvalidMessage names each refused object, its fields and the API server's message.
+func InvalidMessage(invalid []plan.Invalid) string {
+	var msgs []string
+	for _, in := range invalid {
+		for _, cause := range validate.Causes(in.Err) {
+			msgs = append(msgs, in.Step.Ref()+": "+cause)
+		}
+	}
+	return strings.Join(msgs, "; ")
+}

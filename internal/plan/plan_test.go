@@ -1,0 +1,251 @@
+package plan_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/diff"
+	"github.com/poolsmith/poolsmith/internal/plan"
+	"github.com/poolsmith/poolsmith/internal/render"
+	"github.com/poolsmith/poolsmith/internal/validate"
+)
+
+func fixture(t *testing.T, mutate ...func(*v1alpha1.WorkloadClass)) (*v1alpha1.WorkloadClass, *render.Result) {
+	t.Helper()
+	b := &v1alpha1.Baseline{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: v1alpha1.BaselineSpec{NodeClass: awsv1.EC2NodeClassSpec{
+			Role:                       "KarpenterNodeRole",
+			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "prod"}}},
+			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "prod"}}},
+		}},
+	}
+	wc := &v1alpha1.WorkloadClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", UID: "uid-web"},
+		Spec: v1alpha1.WorkloadClassSpec{
+			Architectures: []v1alpha1.Architecture{v1alpha1.ArchitectureAMD64},
+			CapacityTypes: []v1alpha1.CapacityType{v1alpha1.CapacityTypeSpot, v1alpha1.CapacityTypeOnDemand},
+			Limits:        corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100")},
+		},
+	}
+	for _, m := range mutate {
+		m(wc)
+	}
+	res, err := render.Render(b, wc, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wc, res
+}
+
+func schema(t *testing.T) *validate.Validator {
+	t.Helper()
+	v, err := validate.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// stored is obj as the API server stores it after Poolsmith created it: defaulted, owned
+// by wc, with a resourceVersion.
+func stored[T client.Object](t *testing.T, wc *v1alpha1.WorkloadClass, obj T, into T) T {
+	t.Helper()
+	doc, err := render.CleanJSON(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc["metadata"].(map[string]any)["ownerReferences"] = []any{plan.OwnerReference(wc)}
+	doc["metadata"].(map[string]any)["resourceVersion"] = "42"
+	doc, err = schema(t).Defaulted(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(doc)
+	if err := json.Unmarshal(b, into); err != nil {
+		t.Fatal(err)
+	}
+	return into
+}
+
+// synced is the cluster after Poolsmith wrote res.
+func synced(t *testing.T, wc *v1alpha1.WorkloadClass, res *render.Result) plan.Children {
+	live := plan.Children{NodePools: map[string]*karpv1.NodePool{}, NodeOverlays: map[string]*karpv1alpha1.NodeOverlay{}}
+	live.NodeClass = stored(t, wc, res.NodeClass, &awsv1.EC2NodeClass{})
+	for _, np := range res.NodePools {
+		live.NodePools[np.Name] = stored(t, wc, np, &karpv1.NodePool{})
+	}
+	return live
+}
+
+func compute(t *testing.T, in plan.Input) *plan.Plan {
+	t.Helper()
+	p, err := plan.Compute(in, schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func actions(p *plan.Plan) string {
+	var out []string
+	for _, s := range p.Steps {
+		out = append(out, string(s.Action)+" "+s.Ref())
+	}
+	return strings.Join(out, "; ")
+}
+
+func TestAnEmptyClusterGetsEveryChildCreatedInOrder(t *testing.T) {
+	wc, res := fixture(t)
+	p := compute(t, plan.Input{Class: wc, Result: res})
+	if got, want := actions(p), "create EC2NodeClass/web; create NodePool/web-spot-amd64; create NodePool/web-on-demand-amd64"; got != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+	for _, s := range p.Steps {
+		refs := s.Object["metadata"].(map[string]any)["ownerReferences"].([]any)
+		if len(refs) != 1 || refs[0].(map[string]any)["uid"] != "uid-web" || !s.Verified {
+			t.Errorf("%s: owner %v verified %v", s.Ref(), refs, s.Verified)
+		}
+	}
+	if invalid := p.Validate(schema(t)); len(invalid) > 0 {
+		t.Fatalf("Karpenter's CRDs refuse: %v", invalid[0].Err)
+	}
+	if p := compute(t, plan.Input{Class: wc, Result: res, Unverified: true}); p.Steps[0].Verified {
+		t.Error("a create whose name was not asked about is not verified")
+	}
+}
+
+func TestWhatTheClusterHoldsAlreadyIsNotWritten(t *testing.T) {
+	wc, res := fixture(t)
+	p := compute(t, plan.Input{Class: wc, Result: res, Live: synced(t, wc, res)})
+	if p.Changed() || strings.Count(actions(p), "unchanged") != 3 {
+		t.Fatalf("a synced family must plan no write: %s", actions(p))
+	}
+}
+
+func TestForeignFieldsAreRemovedAndMetadataKept(t *testing.T) {
+	wc, res := fixture(t)
+	live := synced(t, wc, res)
+	np := live.NodePools["web-spot-amd64"]
+	np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "evil", Effect: corev1.TaintEffectNoExecute}}
+	np.Spec.Template.Annotations = map[string]string{"example.com/hand": "added"}
+	np.Annotations = map[string]string{"karpenter.sh/nodepool-hash": "123"}
+	np.Finalizers = []string{"karpenter.sh/termination"}
+
+	p := compute(t, plan.Input{Class: wc, Result: res, Live: live})
+	s := p.Steps[1]
+	if s.Action != plan.Update || len(s.Changes) != 0 {
+		t.Fatalf("want an update with no changed rendered field, got %s %v", s.Action, s.Changes)
+	}
+	var removed []string
+	for _, r := range s.Removed {
+		removed = append(removed, r.Path)
+	}
+	if got := strings.Join(removed, " "); got != "spec.template.metadata.annotations spec.template.spec.taints" {
+		t.Fatalf("removed %q", got)
+	}
+	spec := s.Object["spec"].(map[string]any)["template"].(map[string]any)
+	if _, ok := spec["spec"].(map[string]any)["taints"]; ok {
+		t.Error("the update still carries the foreign taint")
+	}
+	md := s.Object["metadata"].(map[string]any)
+	if md["resourceVersion"] != "42" || md["annotations"].(map[string]any)["karpenter.sh/nodepool-hash"] != "123" || len(md["finalizers"].([]any)) != 1 {
+		t.Errorf("Karpenter's metadata and the live resourceVersion must stay: %v", md)
+	}
+	if s.Drift != diff.WillDrift {
+		t.Errorf("removing a taint changes Karpenter's hash; drift %q", s.Drift)
+	}
+}
+
+func TestAForeignObjectBlocksTheWholeFamily(t *testing.T) {
+	wc, res := fixture(t)
+	foreign := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "web-on-demand-amd64"}}
+	p := compute(t, plan.Input{Class: wc, Result: res, Foreign: []client.Object{foreign}})
+	if !p.Blocked() || len(p.Writes()) != 0 || strings.Join(p.Conflicts(), ",") != "NodePool/web-on-demand-amd64" {
+		t.Fatalf("blocked %v writes %d conflicts %v", p.Blocked(), len(p.Writes()), p.Conflicts())
+	}
+}
+
+func TestPrunePolicies(t *testing.T) {
+	for _, tc := range []struct {
+		policy v1alpha1.PrunePolicy
+		nodes  *int64
+		want   plan.Action
+	}{
+		{"", nil, plan.Delete},
+		{v1alpha1.PruneDelete, ptr.To[int64](3), plan.Delete},
+		{v1alpha1.PruneOrphan, nil, plan.Orphan},
+		{v1alpha1.PruneRetire, ptr.To[int64](3), plan.Retire},
+		{v1alpha1.PruneRetire, ptr.To[int64](0), plan.Delete},
+	} {
+		wc, res := fixture(t, func(wc *v1alpha1.WorkloadClass) { wc.Spec.PrunePolicy = tc.policy })
+		live := synced(t, wc, res)
+		live.NodePools["web-on-demand-amd64"].Status.Nodes = tc.nodes
+		_, fewer := fixture(t, func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.PrunePolicy = tc.policy
+			wc.Spec.CapacityTypes = wc.Spec.CapacityTypes[:1]
+		})
+		p := compute(t, plan.Input{Class: wc, Result: fewer, Live: live})
+		last := p.Steps[len(p.Steps)-1]
+		if last.Ref() != "NodePool/web-on-demand-amd64" || last.Action != tc.want {
+			t.Errorf("%q with nodes %v: got %s %s, want %s", tc.policy, tc.nodes, last.Action, last.Ref(), tc.want)
+			continue
+		}
+		if invalid := p.Validate(schema(t)); len(invalid) > 0 {
+			t.Errorf("%q: %v", tc.policy, invalid[0].Err)
+		}
+		switch last.Action {
+		case plan.Orphan:
+			md := last.Object["metadata"].(map[string]any)
+			labels, _ := md["labels"].(map[string]any)
+			if _, ok := md["ownerReferences"]; ok || labels[v1alpha1.LabelClass] != nil {
+				t.Errorf("orphaned object keeps Poolsmith's marks: %v", md)
+			}
+		case plan.Retire:
+			limits := last.Object["spec"].(map[string]any)["limits"].(map[string]any)
+			if limits["cpu"] != "0" || last.Object["metadata"].(map[string]any)["annotations"].(map[string]any)[v1alpha1.AnnotationRetired] != "true" {
+				t.Errorf("retire: limits %v", limits)
+			}
+		}
+	}
+}
+
+func TestARetiredRungRenderedAgainIsRevived(t *testing.T) {
+	wc, res := fixture(t, func(wc *v1alpha1.WorkloadClass) { wc.Spec.PrunePolicy = v1alpha1.PruneRetire })
+	live := synced(t, wc, res)
+	np := live.NodePools["web-on-demand-amd64"]
+	np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("0")}
+	np.Annotations = map[string]string{v1alpha1.AnnotationRetired: "true"}
+	p := compute(t, plan.Input{Class: wc, Result: res, Live: live})
+	s := p.Steps[2]
+	if s.Action != plan.Revive {
+		t.Fatalf("got %s", s.Action)
+	}
+	if _, ok := s.Object["metadata"].(map[string]any)["annotations"]; ok {
+		t.Error("the retirement mark must go")
+	}
+	if got := s.Object["spec"].(map[string]any)["limits"].(map[string]any)["cpu"]; got != "100" {
+		t.Errorf("limits not restored: %v", got)
+	}
+	// A retired rung still waiting for its nodes to drain is not written again.
+	_, fewer := fixture(t, func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.PrunePolicy = v1alpha1.PruneRetire
+		wc.Spec.CapacityTypes = wc.Spec.CapacityTypes[:1]
+	})
+	np.Status.Nodes = ptr.To[int64](2)
+	if p := compute(t, plan.Input{Class: wc, Result: fewer, Live: live}); p.Steps[len(p.Steps)-1].Action != plan.Retiring || p.Changed() {
+		t.Errorf("got %s", actions(p))
+	}
+}

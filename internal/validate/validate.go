@@ -1,0 +1,275 @@
+package validate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"strings"
+	"sync"
+
+	karpapis "github.com/aws/karpenter-provider-aws/pkg/apis"
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
+	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apiextensions-apiserver/pkg/registry/customresource"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+
+	poolsmithcrd "github.com/poolsmith/poolsmith/config/crd"
+)
+
+// strategy is the part of the API server's custom-resource strategy a write goes through.
+type strategy interface {
+	PrepareForCreate(ctx context.Context, obj runtime.Object)
+	PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
+	Validate(ctx context.Context, obj runtime.Object) field.ErrorList
+	ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList
+}
+
+// kind is one served version of one CRD.
+type kind struct {
+	strategy   strategy
+	structural *structuralschema.Structural
+}
+
+// Validator checks objects against CRDs in-process, through the API server's own code.
+type Validator struct {
+	kinds map[schema.GroupVersionKind]*kind
+}
+
+// New builds a validator for every served version of the CRDs.
+func New(crds []*apiextensionsv1.CustomResourceDefinition) (*Validator, error) {
+	v := &Validator{kinds: map[schema.GroupVersionKind]*kind{}}
+	for _, crd := range crds {
+		for _, ver := range crd.Spec.Versions {
+			if !ver.Served {
+				continue
+			}
+			k, err := newKind(crd, ver)
+			if err != nil {
+				return nil, fmt.Errorf("CRD %s version %s: %w", crd.Name, ver.Name, err)
+			}
+			v.kinds[schema.GroupVersionKind{Group: crd.Spec.Group, Version: ver.Name, Kind: crd.Spec.Names.Kind}] = k
+		}
+	}
+	return v, nil
+}
+
+// newKind mirrors how kube-apiserver's CRD handler builds a version's strategy.
+func newKind(crd *apiextensionsv1.CustomResourceDefinition, ver apiextensionsv1.CustomResourceDefinitionVersion) (*kind, error) {
+	val, err := apihelpers.GetSchemaForVersion(crd, ver.Name)
+	if err != nil {
+		return nil, err
+	}
+	if val == nil {
+		return nil, fmt.Errorf("no schema")
+	}
+	internal := &apiextensionsinternal.CustomResourceValidation{}
+	if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(val, internal, nil); err != nil {
+		return nil, fmt.Errorf("converting the schema: %w", err)
+	}
+	structural, err := structuralschema.NewStructural(internal.OpenAPIV3Schema)
+	if err != nil {
+		return nil, fmt.Errorf("structural schema: %w", err)
+	}
+	structural = structural.DeepCopy()
+	if err := structuraldefaulting.PruneDefaults(structural); err != nil {
+		return nil, fmt.Errorf("pruning defaults: %w", err)
+	}
+	schemaValidator, _, err := apiservervalidation.NewSchemaValidator(internal.OpenAPIV3Schema)
+	if err != nil {
+		return nil, err
+	}
+	var status *apiextensionsinternal.CustomResourceSubresourceStatus
+	var statusValidator apiservervalidation.SchemaValidator
+	if sub, _ := apihelpers.GetSubresourcesForVersion(crd, ver.Name); sub != nil && sub.Status != nil {
+		status = &apiextensionsinternal.CustomResourceSubresourceStatus{}
+		if s, ok := internal.OpenAPIV3Schema.Properties["status"]; ok {
+			if statusValidator, _, err = apiservervalidation.NewSchemaValidator(&s); err != nil {
+				return nil, err
+			}
+		}
+	}
+	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: ver.Name, Kind: crd.Spec.Names.Kind}
+	s := customresource.NewStrategy(nil, crd.Spec.Scope == apiextensionsv1.NamespaceScoped, gvk,
+		schemaValidator, statusValidator, structural, status, nil, ver.SelectableFields)
+	return &kind{strategy: s, structural: structural}, nil
+}
+
+var (
+	defaultOnce      sync.Once
+	defaultValidator *Validator
+	defaultErr       error
+)
+
+// Default is the validator for Karpenter's CRDs (from the pinned karpenter-provider-aws
+// module, which carries the AWS label rules) and Poolsmith's own. It is built once.
+func Default() (*Validator, error) {
+	defaultOnce.Do(func() {
+		crds := append([]*apiextensionsv1.CustomResourceDefinition{}, karpapis.CRDs...)
+		own, err := poolsmithCRDs()
+		if err != nil {
+			defaultErr = err
+			return
+		}
+		defaultValidator, defaultErr = New(append(crds, own...))
+	})
+	return defaultValidator, defaultErr
+}
+
+func poolsmithCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	files, err := fs.Glob(poolsmithcrd.Bases, "bases/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, f := range files {
+		b, err := poolsmithcrd.Bases.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(b, crd); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", f, err)
+		}
+		out = append(out, crd)
+	}
+	return out, nil
+}
+
+// Known reports whether the validator has a schema for obj's apiVersion and kind.
+func (v *Validator) Known(gvk schema.GroupVersionKind) bool {
+	_, ok := v.kinds[gvk]
+	return ok
+}
+
+// Create returns the error the API server would answer a create of obj with, or nil.
+// obj is an object's JSON form (see Object); it is not modified.
+func (v *Validator) Create(obj map[string]any) error {
+	u, k, err := v.prepare(obj)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	k.strategy.PrepareForCreate(ctx, u)
+	return invalid(u, k.strategy.Validate(ctx, u))
+}
+
+// Update returns the error the API server would answer an update of old to obj with, or
+// nil: transition rules (oldSelf) and ratcheting see the live object.
+func (v *Validator) Update(obj, old map[string]any) error {
+	u, k, err := v.prepare(obj)
+	if err != nil {
+		return err
+	}
+	o, _, err := v.prepare(old)
+	if err != nil {
+		return fmt.Errorf("the live object: %w", err)
+	}
+	ctx := context.Background()
+	k.strategy.PrepareForUpdate(ctx, u, o)
+	return invalid(u, k.strategy.ValidateUpdate(ctx, u, o))
+}
+
+// Defaulted is obj as the API server would store it: unknown fields pruned and the CRD's
+// defaults applied.
+func (v *Validator) Defaulted(obj map[string]any) (map[string]any, error) {
+	u, _, err := v.prepare(obj)
+	if err != nil {
+		return nil, err
+	}
+	return u.Object, nil
+}
+
+// prepare decodes obj the way the API server's CRD handler does before validation:
+// numbers as integers where they are, unknown fields refused (as a strict field validation
+// would), metadata coerced, defaults applied.
+func (v *Validator) prepare(obj map[string]any) (*unstructured.Unstructured, *kind, error) {
+	doc, err := Normalize(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	u := &unstructured.Unstructured{Object: doc}
+	gvk := u.GroupVersionKind()
+	k, ok := v.kinds[gvk]
+	if !ok {
+		return nil, nil, fmt.Errorf("%s %q: no CRD is known for %s", gvk.Kind, u.GetName(), gvk.GroupVersion())
+	}
+	apiVersion, kindName := u.GetAPIVersion(), u.GetKind()
+	unknown := structuralpruning.PruneWithOptions(u.Object, k.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
+	var errs field.ErrorList
+	for _, p := range unknown {
+		errs = append(errs, &field.Error{Type: field.ErrorTypeInvalid, Field: p, BadValue: field.OmitValueType{}, Detail: fmt.Sprintf("unknown field %q", p)})
+	}
+	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u.Object, k.structural)
+	if ferr, _ := schemaobjectmeta.CoerceWithOptions(nil, u.Object, k.structural, true, schemaobjectmeta.CoerceOptions{}); ferr != nil {
+		errs = append(errs, ferr)
+	}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kindName)
+	if len(errs) > 0 {
+		return nil, nil, invalid(u, errs)
+	}
+	structuraldefaulting.Default(u.Object, k.structural)
+	return u, k, nil
+}
+
+// invalid is the API server's 422 for errs: the same message `kubectl apply` prints.
+func invalid(u *unstructured.Unstructured, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(u.GroupVersionKind().GroupKind(), u.GetName(), errs)
+}
+
+// Causes are the field errors of an error Create or Update returned, one a line, each
+// "path: message" as the API server words it.
+func Causes(err error) []string {
+	status, ok := err.(apierrors.APIStatus)
+	if !ok || status.Status().Details == nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, c := range status.Status().Details.Causes {
+		msg := c.Message
+		if c.Field != "" && !strings.HasPrefix(msg, c.Field) {
+			msg = c.Field + ": " + msg
+		}
+		out = append(out, msg)
+	}
+	if len(out) == 0 {
+		return []string{err.Error()}
+	}
+	return out
+}
+
+// Object is a typed object's JSON form, through encoding/json (runtime's unstructured
+// converter would turn a Karpenter NillableDuration into base64 bytes).
+func Object(obj any) (map[string]any, error) {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("marshalling %T: %w", obj, err)
+	}
+	var doc map[string]any
+	if err := utiljson.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// Normalize is a deep copy of doc with numbers decoded as the API server decodes them
+// (int64 where integral), so documents from different sources compare equal.
+func Normalize(doc map[string]any) (map[string]any, error) {
+	return Object(doc)
+}

@@ -1,0 +1,53 @@
+package chart_test
+
+import (
+	"strings"
+	"sync"
+
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+// logBuffer holds what the manager under test logs: controller-runtime's logger and
+// klog, where client-go reports failed watches and rejected events.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *logBuffer) Reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.Reset()
+}
+
+// tail is the last n lines, for failure messages.
+func (l *logBuffer) tail(n int) string {
+	lines := strings.Split(strings.TrimRight(l.String(), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+var logs = &logBuffer{}
+
+// setupLogCapture sends both loggers to logs; it runs once, before anything logs.
+func setupLogCapture() {
+	logger := zap.New(zap.WriteTo(logs), zap.ConsoleEncoder())
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
+}

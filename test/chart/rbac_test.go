@@ -1,0 +1,761 @@
+package chart_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/manifest"
+	"github.com/poolsmith/poolsmith/internal/operator"
+	"github.com/poolsmith/poolsmith/internal/signals"
+)
+
+// rbacInstall is the RBAC one install method ships: the ServiceAccount, its roles and
+// bindings, and where the manager it runs looks for signals.
+type rbacInstall struct {
+	name    string
+	objs    []manifest.Object
+	sa      types.NamespacedName
+	signals types.NamespacedName
+}
+
+// chartRBAC is what charts/poolsmith renders for release rbac in namespace poolsmith-chart.
+func chartRBAC(t *testing.T) rbacInstall {
+	out, err := helm(t, "template", "rbac", "charts/poolsmith", "--namespace", "poolsmith-chart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rbacInstall{
+		name:    "charts/poolsmith",
+		objs:    rbacObjects(decode(t, "charts/poolsmith", out)),
+		sa:      types.NamespacedName{Namespace: "poolsmith-chart", Name: "rbac-poolsmith"},
+		signals: types.NamespacedName{Namespace: "poolsmith-chart", Name: "poolsmith-signals"},
+	}
+}
+
+// kustomizeRBAC is what config/default builds.
+func kustomizeRBAC(t *testing.T) rbacInstall {
+	var stderr bytes.Buffer
+	cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), "kustomize", filepath.Join(root, "config/default"))
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize config/default: %v: %s", err, stderr.String())
+	}
+	return rbacInstall{
+		name:    "config/default",
+		objs:    rbacObjects(decode(t, "config/default", string(out))),
+		sa:      types.NamespacedName{Namespace: "poolsmith-system", Name: "poolsmith-controller-manager"},
+		signals: operator.DefaultSignalsConfigMap,
+	}
+}
+
+func rbacObjects(objs []manifest.Object) []manifest.Object {
+	var keep []manifest.Object
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+			keep = append(keep, o)
+		}
+	}
+	return keep
+}
+
+// grant is one (API group, resource, verb) a Role or ClusterRole allows.
+type grant struct {
+	Kind, Role, Namespace string
+	Group, Resource, Verb string
+	ResourceNames         string
+}
+
+func (g grant) String() string {
+	where := g.Kind + " " + g.Role
+	if g.Namespace != "" {
+		where = g.Kind + " " + g.Namespace + "/" + g.Role
+	}
+	group := g.Group
+	if group == "" {
+		group = "core"
+	}
+	return fmt.Sprintf("%s %s.%s in %s", g.Verb, g.Resource, group, where)
+}
+
+// forbidden is how the API server words a refusal of exactly this grant.
+func (g grant) forbidden() string {
+	return fmt.Sprintf("cannot %s resource %q in API group %q", g.Verb, g.Resource, g.Group)
+}
+
+// refusals match the texts that report the refusal: forbidden(), or the wording of the
+// OwnerReferencesPermissionEnforcement admission plugin, which names the object written
+// but not the verb it lacks: delete (to change an object's owner references) and update
+// on the owner's finalizers (to set blockOwnerDeletion). Quotes may come JSON-escaped.
+func (g grant) refusals() []*regexp.Regexp {
+	quote := func(s string) string { return strings.ReplaceAll(regexp.QuoteMeta(s), `"`, `\\?"`) }
+	res := []*regexp.Regexp{regexp.MustCompile(quote(g.forbidden()))}
+	if g.Verb == "delete" && g.Group != "" {
+		res = append(res, regexp.MustCompile(quote(g.Resource+"."+g.Group)+` \\?"[^"\\]*\\?" is forbidden: `+quote("cannot set an ownerRef on a resource you can't delete")))
+	}
+	if g.Verb == "update" && strings.HasSuffix(g.Resource, "/finalizers") {
+		res = append(res, regexp.MustCompile(quote("cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on")))
+	}
+	return res
+}
+
+// scope is the grant without the names of its role, to compare install methods.
+func (g grant) scope() string {
+	return fmt.Sprintf("%s %s/%s %s namespaced=%t", g.Verb, g.Group, g.Resource, g.ResourceNames, g.Namespace != "")
+}
+
+func rulesOf(o manifest.Object) []rbacv1.PolicyRule {
+	r := &rbacv1.ClusterRole{}
+	if err := o.Into(r); err != nil {
+		panic(err)
+	}
+	return r.Rules
+}
+
+func grants(objs []manifest.Object) []grant {
+	var gs []grant
+	for _, o := range objs {
+		if o.GetKind() != "Role" && o.GetKind() != "ClusterRole" {
+			continue
+		}
+		for _, rule := range rulesOf(o) {
+			for _, group := range rule.APIGroups {
+				for _, res := range rule.Resources {
+					for _, verb := range rule.Verbs {
+						gs = append(gs, grant{Kind: o.GetKind(), Role: o.GetName(), Namespace: o.GetNamespace(),
+							Group: group, Resource: res, Verb: verb, ResourceNames: strings.Join(rule.ResourceNames, ",")})
+					}
+				}
+			}
+		}
+	}
+	return gs
+}
+
+// apply installs the RBAC, less one grant when without is set.
+func (in rbacInstall) apply(t *testing.T, without *grant) {
+	t.Helper()
+	for _, ns := range []string{in.sa.Namespace, in.signals.Namespace} {
+		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range in.objs {
+		u := o.Unstructured.DeepCopy()
+		if without != nil && u.GetKind() == without.Kind && u.GetName() == without.Role && u.GetNamespace() == without.Namespace {
+			var rules []any
+			for _, g := range grants([]manifest.Object{o}) {
+				if g == *without {
+					continue
+				}
+				rule := map[string]any{"apiGroups": []any{g.Group}, "resources": []any{g.Resource}, "verbs": []any{g.Verb}}
+				if g.ResourceNames != "" {
+					var names []any
+					for _, n := range strings.Split(g.ResourceNames, ",") {
+						names = append(names, n)
+					}
+					rule["resourceNames"] = names
+				}
+				rules = append(rules, rule)
+			}
+			u.Object["rules"] = rules
+		}
+		if err := env.Client.Patch(ctx, u, client.Apply, client.FieldOwner("rbac-test"), client.ForceOwnership); err != nil {
+			t.Fatalf("applying %s: %v", o.Where(), err)
+		}
+	}
+}
+
+// errDetected ends a scenario early: the manager named the forbidden grant.
+type errDetected struct{ where string }
+
+func (e errDetected) Error() string { return "the manager reported it in " + e.where }
+
+// scenario drives the manager through everything its RBAC exists for.
+type scenario struct {
+	t       *testing.T
+	in      rbacInstall
+	without *grant
+	timeout time.Duration
+}
+
+// visible says where the manager reported the refusal of s.without, if it has.
+func (s *scenario) visible() string {
+	if s.without == nil {
+		return ""
+	}
+	text := logs.String()
+	classes := &v1alpha1.WorkloadClassList{}
+	if err := env.Client.List(ctx, classes); err != nil {
+		classes.Items = nil
+	}
+	for _, re := range s.without.refusals() {
+		if re.MatchString(text) {
+			return "its log"
+		}
+		for _, wc := range classes.Items {
+			for _, c := range wc.Status.Conditions {
+				if re.MatchString(c.Message) {
+					return fmt.Sprintf("WorkloadClass %s condition %s", wc.Name, c.Type)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func (s *scenario) wait(what string, cond func() (bool, error)) error {
+	start := time.Now()
+	var last error
+	for {
+		if where := s.visible(); where != "" {
+			return errDetected{where}
+		}
+		ok, err := cond()
+		if err == nil && ok {
+			if s.without == nil {
+				s.t.Logf("%s after %s", what, time.Since(start).Round(10*time.Millisecond))
+			}
+			return nil
+		}
+		last = err
+		if time.Since(start) > s.timeout {
+			return fmt.Errorf("timed out after %s waiting for %s (last error: %v)", s.timeout, what, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// samples are config/samples' Baseline and classes, plus a class that renders NodeOverlays
+// and one whose Baseline does not exist.
+func samples(t *testing.T) (objs []*unstructured.Unstructured, classes []string) {
+	files, err := filepath.Glob(filepath.Join(root, "config/samples/poolsmith_v1alpha1_*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := manifest.Load(files, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range loaded {
+		objs = append(objs, o.Unstructured)
+		if o.GetKind() == "WorkloadClass" {
+			classes = append(classes, o.GetName())
+			if o.GetName() == "general" {
+				overlays := o.Unstructured.DeepCopy()
+				overlays.SetName("overlays")
+				if err := unstructured.SetNestedField(overlays.Object, true, "spec", "weighting", "nodeOverlays"); err != nil {
+					t.Fatal(err)
+				}
+				orphan := o.Unstructured.DeepCopy()
+				orphan.SetName("no-baseline")
+				if err := unstructured.SetNestedField(orphan.Object, "missing", "spec", "baselineRef", "name"); err != nil {
+					t.Fatal(err)
+				}
+				objs = append(objs, overlays, orphan)
+				classes = append(classes, "overlays")
+			}
+		}
+	}
+	return objs, classes
+}
+
+func signalsConfigMap(key types.NamespacedName) *corev1.ConfigMap {
+	feed := `{"ranges":[{"index":0,"label":"<5%","max":5},{"index":1,"label":"5-10%","max":11},{"index":2,"label":"10-15%","max":16},{"index":3,"label":"15-20%","max":22},{"index":4,"label":">20%","max":100}],
+"spot_advisor":{"us-east-1":{"Linux":{"m7g.large":{"s":60,"r":0},"m7i.large":{"s":60,"r":4}}}}}`
+	return &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Annotations: map[string]string{
+			signals.FetchedAtAnnotation: time.Now().UTC().Format(time.RFC3339)}},
+		Data: map[string]string{signals.AdvisorKey: feed},
+	}
+}
+
+func condition(name, typ string) (*metav1.Condition, int64, error) {
+	wc := &v1alpha1.WorkloadClass{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, wc); err != nil {
+		return nil, 0, err
+	}
+	return meta.FindStatusCondition(wc.Status.Conditions, typ), wc.Generation, nil
+}
+
+func countChildren(list client.ObjectList, class string) (int, error) {
+	if err := env.Client.List(ctx, list, client.MatchingLabels{v1alpha1.LabelClass: class}); err != nil {
+		return 0, err
+	}
+	return meta.LenList(list), nil
+}
+
+// run starts the manager as the install's ServiceAccount and drives it: leader election,
+// every sample Synced, NodeOverlays, signals read, Baseline status, events (one a series),
+// a prune, updates of each kind of child, a retirement, an orphaning deletion, two
+// deleting deletions, and the Lease released on shutdown.
+func (s *scenario) run() error {
+	in := s.in
+	apply := func(o client.Object) error {
+		return env.Client.Patch(ctx, o, client.Apply, client.FieldOwner("rbac-test"), client.ForceOwnership)
+	}
+	if err := apply(signalsConfigMap(in.signals)); err != nil {
+		return err
+	}
+
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s", in.sa.Namespace, in.sa.Name)}
+	mctx, cancel := context.WithCancel(ctx)
+	mgr, err := operator.New(mctx, cfg, operator.Options{
+		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
+		LeaderElection: true, LeaderElectionNamespace: in.sa.Namespace,
+		SignalsConfigMap: in.signals, NodeOverlays: true, MaxConcurrentReconciles: 4,
+	})
+	if err != nil {
+		cancel()
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(30 * time.Second):
+			return errors.New("the manager did not stop within 30s")
+		}
+	}
+	defer func() { _ = stop() }()
+
+	lease := &coordinationv1.Lease{}
+	leaseKey := client.ObjectKey{Namespace: in.sa.Namespace, Name: operator.LeaderElectionID}
+	if err := s.wait("the manager to take the Lease "+leaseKey.String(), func() (bool, error) {
+		if err := env.Client.Get(ctx, leaseKey, lease); err != nil {
+			return false, err
+		}
+		return lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "", nil
+	}); err != nil {
+		return err
+	}
+
+	objs, classes := samples(s.t)
+	for _, o := range objs {
+		if err := apply(o); err != nil {
+			return fmt.Errorf("applying %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+	}
+	for _, name := range classes {
+		if err := s.wait("WorkloadClass "+name+" Synced=True", func() (bool, error) {
+			c, gen, err := condition(name, v1alpha1.ConditionSynced)
+			return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen, err
+		}); err != nil {
+			return err
+		}
+	}
+	if err := s.wait("WorkloadClass no-baseline Synced=False (BaselineNotFound)", func() (bool, error) {
+		c, _, err := condition("no-baseline", v1alpha1.ConditionSynced)
+		return c != nil && c.Reason == v1alpha1.ReasonBaselineNotFound, err
+	}); err != nil {
+		return err
+	}
+	if err := s.wait("NodeOverlays for class overlays", func() (bool, error) {
+		n, err := countChildren(&karpv1alpha1.NodeOverlayList{}, "overlays")
+		return n > 0, err
+	}); err != nil {
+		return err
+	}
+	if err := s.wait("WorkloadClass general SignalsCurrent=True (the signals ConfigMap read)", func() (bool, error) {
+		c, _, err := condition("general", v1alpha1.ConditionSignalsCurrent)
+		return c != nil && c.Status == metav1.ConditionTrue, err
+	}); err != nil {
+		return err
+	}
+	if err := s.wait("Baseline default's status to count its classes", func() (bool, error) {
+		b := &v1alpha1.Baseline{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "default"}, b); err != nil {
+			return false, err
+		}
+		return b.Status.ObservedGeneration == b.Generation && b.Status.Classes > 0, nil
+	}); err != nil {
+		return err
+	}
+	general := &v1alpha1.WorkloadClass{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "general"}, general); err != nil {
+		return err
+	}
+	if err := s.wait("an Applied event (events.k8s.io) on WorkloadClass general", func() (bool, error) {
+		return hasEvent(general.UID, "Applied")
+	}); err != nil {
+		return err
+	}
+	if err := s.wait("the leader-election event (core/v1) on the Lease", func() (bool, error) {
+		evs := &corev1.EventList{}
+		if err := env.Client.List(ctx, evs, client.InNamespace(in.sa.Namespace)); err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Kind == "Lease" && e.Reason == "LeaderElection" {
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		return err
+	}
+	// An event repeated for an unchanged object becomes a series, which the recorder
+	// patches. The controller repeats one only when a pass reads a stale cache, so the
+	// repeat is made deterministic here: the same warning twice through the manager's own
+	// recorder, as its ServiceAccount.
+	orphan := &v1alpha1.WorkloadClass{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "no-baseline"}, orphan); err != nil {
+		return err
+	}
+	recorder := mgr.GetEventRecorder("poolsmith")
+	for range 2 {
+		recorder.Eventf(orphan, nil, corev1.EventTypeWarning, "RBACTestRepeat", "Reconcile", "the same warning, twice")
+	}
+	if err := s.wait("a repeated event on WorkloadClass no-baseline to become a series", func() (bool, error) {
+		return hasSeries(orphan.UID, "RBACTestRepeat")
+	}); err != nil {
+		return err
+	}
+
+	// Prune: general drops its spot rungs.
+	before, err := countChildren(&karpv1.NodePoolList{}, "general")
+	if err != nil {
+		return err
+	}
+	if err := env.Client.Patch(ctx, general, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"capacityTypes":["on-demand"]}}`))); err != nil {
+		return err
+	}
+	if err := s.wait(fmt.Sprintf("general's spot NodePools pruned (it had %d)", before), func() (bool, error) {
+		n, err := countChildren(&karpv1.NodePoolList{}, "general")
+		c, gen, cerr := condition("general", v1alpha1.ConditionSynced)
+		return err == nil && cerr == nil && n > 0 && n < before && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen, errors.Join(err, cerr)
+	}); err != nil {
+		return err
+	}
+
+	// Updates of each kind of child: a NodePool (ci's limits), the NodeOverlays (fewer
+	// types for overlays), every EC2NodeClass (a Baseline tag).
+	for _, u := range []struct{ class, patch string }{
+		{"ci", `{"spec":{"limits":{"cpu":"123"}}}`},
+		{"overlays", `{"spec":{"instances":{"cpu":{"max":8}}}}`},
+	} {
+		if err := s.patchAndSync(u.class, u.patch); err != nil {
+			return err
+		}
+	}
+	if err := env.Client.Patch(ctx, &v1alpha1.Baseline{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"nodeClass":{"tags":{"rbac-test":"updated"}}}}`))); err != nil {
+		return err
+	}
+	if err := s.wait("EC2NodeClass ci to carry the Baseline's new tag", func() (bool, error) {
+		nc := &awsv1.EC2NodeClass{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "ci"}, nc); err != nil {
+			return false, err
+		}
+		return nc.Spec.Tags["rbac-test"] == "updated", nil
+	}); err != nil {
+		return err
+	}
+
+	// Retire: gpu (prunePolicy Retire) drops its spot rungs; they are retired, not deleted.
+	gpu := &v1alpha1.WorkloadClass{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "gpu"}, gpu); err != nil {
+		return err
+	}
+	if err := s.patchAndSync("gpu", `{"spec":{"capacityTypes":["on-demand"]}}`); err != nil {
+		return err
+	}
+	if err := s.wait("a Retiring event on WorkloadClass gpu", func() (bool, error) {
+		return hasEvent(gpu.UID, "Retiring")
+	}); err != nil {
+		return err
+	}
+
+	// Orphan: a class with prunePolicy Orphan and NodeOverlays is deleted; its children
+	// stay, released.
+	orphaning := &unstructured.Unstructured{}
+	for _, o := range objs {
+		if o.GetName() == "overlays" { // as applied: only its spec is wanted
+			orphaning.Object = map[string]any{"apiVersion": o.GetAPIVersion(), "kind": o.GetKind(),
+				"metadata": map[string]any{"name": "orphaning"}, "spec": o.Object["spec"]}
+		}
+	}
+	if err := unstructured.SetNestedField(orphaning.Object, "Orphan", "spec", "prunePolicy"); err != nil {
+		return err
+	}
+	if err := apply(orphaning); err != nil {
+		return err
+	}
+	var released []string
+	if err := s.wait("WorkloadClass orphaning Synced=True", func() (bool, error) {
+		c, gen, err := condition("orphaning", v1alpha1.ConditionSynced)
+		if err != nil || c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != gen {
+			return false, err
+		}
+		pools := &karpv1.NodePoolList{}
+		if err := env.Client.List(ctx, pools, client.MatchingLabels{v1alpha1.LabelClass: "orphaning"}); err != nil {
+			return false, err
+		}
+		released = nil
+		for _, np := range pools.Items {
+			released = append(released, np.Name)
+		}
+		return len(released) > 0, nil
+	}); err != nil {
+		return err
+	}
+	if err := env.Client.Delete(ctx, &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: "orphaning"}}); err != nil {
+		return err
+	}
+	if err := s.wait("WorkloadClass orphaning deleted, its NodePools released", func() (bool, error) {
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "orphaning"}, &v1alpha1.WorkloadClass{}); !apierrors.IsNotFound(err) {
+			return false, err
+		}
+		for _, name := range released {
+			np := &karpv1.NodePool{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, np); err != nil {
+				return false, err
+			}
+			if _, managed := np.Labels[v1alpha1.LabelManagedBy]; managed || len(np.OwnerReferences) > 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		return err
+	}
+
+	// Deletion: the finalizer deletes NodePools and NodeOverlays, then the EC2NodeClass.
+	for _, name := range []string{"overlays", "general"} {
+		if err := env.Client.Delete(ctx, &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+			return err
+		}
+	}
+	for _, name := range []string{"overlays", "general"} {
+		if err := s.wait("WorkloadClass "+name+" and its children deleted", func() (bool, error) {
+			err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &v1alpha1.WorkloadClass{})
+			if !apierrors.IsNotFound(err) {
+				return false, err
+			}
+			pools, err1 := countChildren(&karpv1.NodePoolList{}, name)
+			overlays, err2 := countChildren(&karpv1alpha1.NodeOverlayList{}, name)
+			classes, err3 := countChildren(&awsv1.EC2NodeClassList{}, name)
+			return pools+overlays+classes == 0, errors.Join(err1, err2, err3)
+		}); err != nil {
+			return err
+		}
+	}
+
+	if err := stop(); err != nil {
+		return fmt.Errorf("stopping the manager: %w", err)
+	}
+	if err := s.wait("the Lease released on shutdown", func() (bool, error) {
+		if err := env.Client.Get(ctx, leaseKey, lease); err != nil {
+			return false, err
+		}
+		return lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "", nil
+	}); err != nil {
+		return err
+	}
+	if where := s.visible(); where != "" {
+		return errDetected{where}
+	}
+	return nil
+}
+
+// patchAndSync merge-patches a class's spec and waits until the new generation is Synced.
+func (s *scenario) patchAndSync(class, patch string) error {
+	wc := &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: class}}
+	if err := env.Client.Patch(ctx, wc, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		return fmt.Errorf("patching WorkloadClass %s with %s: %w", class, patch, err)
+	}
+	return s.wait(fmt.Sprintf("WorkloadClass %s Synced=True after %s", class, patch), func() (bool, error) {
+		c, gen, err := condition(class, v1alpha1.ConditionSynced)
+		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen && gen == wc.Generation, err
+	})
+}
+
+// hasEvent says whether an events.k8s.io Event with reason regards the object uid.
+func hasEvent(uid types.UID, reason string) (bool, error) {
+	evs := &eventsv1.EventList{}
+	if err := env.Client.List(ctx, evs); err != nil {
+		return false, err
+	}
+	for _, e := range evs.Items {
+		if e.Regarding.UID == uid && e.Reason == reason {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// hasSeries says whether an events.k8s.io Event with reason regards uid and has repeated.
+func hasSeries(uid types.UID, reason string) (bool, error) {
+	evs := &eventsv1.EventList{}
+	if err := env.Client.List(ctx, evs); err != nil {
+		return false, err
+	}
+	for _, e := range evs.Items {
+		if e.Regarding.UID == uid && e.Reason == reason && e.Series != nil && e.Series.Count >= 2 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// reset removes what a run left: classes (finalizers stripped: a manager without the
+// rights may have left them), Baselines, children, Leases, and the log.
+func reset(t *testing.T) {
+	t.Helper()
+	classes := &v1alpha1.WorkloadClassList{}
+	if err := env.Client.List(ctx, classes); err != nil {
+		t.Fatal(err)
+	}
+	for i := range classes.Items {
+		wc := &classes.Items[i]
+		if len(wc.Finalizers) > 0 {
+			if err := env.Client.Patch(ctx, wc, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); err != nil && !apierrors.IsNotFound(err) {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, o := range []client.Object{&v1alpha1.WorkloadClass{}, &v1alpha1.Baseline{}, &karpv1.NodePool{}, &karpv1alpha1.NodeOverlay{}, &awsv1.EC2NodeClass{}} {
+		if err := env.Client.DeleteAllOf(ctx, o); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
+	for _, ns := range []string{"poolsmith-chart", "poolsmith-system"} {
+		_ = env.Client.Delete(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: operator.LeaderElectionID}})
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n := 0
+		for _, l := range []client.ObjectList{&v1alpha1.WorkloadClassList{}, &karpv1.NodePoolList{}, &awsv1.EC2NodeClassList{}} {
+			if err := env.Client.List(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+			n += meta.LenList(l)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d objects still there 30s after reset", n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	logs.Reset()
+}
+
+// reconcilesUnder runs the whole scenario under an install's full RBAC: nothing may be
+// refused.
+func reconcilesUnder(t *testing.T, in rbacInstall) {
+	reset(t)
+	in.apply(t, nil)
+	s := &scenario{t: t, in: in, timeout: 60 * time.Second}
+	if err := s.run(); err != nil {
+		t.Fatalf("under %s's RBAC: %v\nmanager log (last 40 lines):\n%s", in.name, err, logs.tail(40))
+	}
+	if strings.Contains(logs.String(), "is forbidden") {
+		t.Errorf("under %s's RBAC the manager was refused something:\n%s", in.name, grepLines(logs.String(), "is forbidden"))
+	}
+}
+
+// everyGrantIsNeeded removes each grant in turn and expects the manager to report the
+// refusal, naming the verb and resource, in its log or a class's condition.
+func everyGrantIsNeeded(t *testing.T, in rbacInstall) {
+	gs := grants(in.objs)
+	sort.Slice(gs, func(i, j int) bool { return gs[i].String() < gs[j].String() })
+	for _, g := range gs {
+		t.Run(g.String(), func(t *testing.T) {
+			reset(t)
+			in.apply(t, &g)
+			s := &scenario{t: t, in: in, without: &g, timeout: 20 * time.Second}
+			start := time.Now()
+			err := s.run()
+			var detected errDetected
+			switch {
+			case errors.As(err, &detected):
+				t.Logf("refused and reported in %s after %s", detected.where, time.Since(start).Round(10*time.Millisecond))
+			case err == nil:
+				t.Errorf("without %s every scenario passed and nothing reported %q: no scenario shows the rule is needed", g, g.forbidden())
+			default:
+				t.Errorf("without %s the scenario failed (%v) but nothing reported %q\nmanager log (last 20 lines):\n%s", g, err, g.forbidden(), logs.tail(20))
+			}
+		})
+	}
+}
+
+func grepLines(text, substr string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestChartRBACReconcilesTheSamples(t *testing.T) {
+	reconcilesUnder(t, chartRBAC(t))
+}
+
+func TestConfigDefaultRBACReconcilesTheSamples(t *testing.T) {
+	reconcilesUnder(t, kustomizeRBAC(t))
+}
+
+// The chart's RBAC and config/default's come from the same markers: the same grants.
+func TestChartAndConfigDefaultGrantTheSame(t *testing.T) {
+	scopes := func(in rbacInstall) []string {
+		var s []string
+		for _, g := range grants(in.objs) {
+			s = append(s, g.scope())
+		}
+		sort.Strings(s)
+		return s
+	}
+	chart, kustomize := scopes(chartRBAC(t)), scopes(kustomizeRBAC(t))
+	if strings.Join(chart, "\n") != strings.Join(kustomize, "\n") {
+		t.Errorf("charts/poolsmith grants\n%s\nconfig/default grants\n%s", strings.Join(chart, "\n"), strings.Join(kustomize, "\n"))
+	}
+}
+
+func TestEveryChartRBACRuleIsNeeded(t *testing.T) {
+	everyGrantIsNeeded(t, chartRBAC(t))
+}
+
+func TestEveryConfigDefaultRBACRuleIsNeeded(t *testing.T) {
+	everyGrantIsNeeded(t, kustomizeRBAC(t))
+}
