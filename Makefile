@@ -18,7 +18,8 @@ GINKGO_VERSION = $(shell GOTOOLCHAIN=$(GOTOOLCHAIN) go list -m -f '{{.Version}}'
 FUZZTIME ?= 60s
 # Extra flags for go test, e.g. TESTFLAGS='-run TestRender -v'.
 TESTFLAGS ?=
-# Time cap of the end-to-end suite (go test -timeout); it takes about 4 minutes on 2 cores.
+# Time cap of each end-to-end test binary (go test -timeout); the suite takes about 10
+# minutes on 2 shared cores.
 E2E_TIMEOUT ?= 20m
 
 .PHONY: all
