@@ -64,7 +64,7 @@ verify: manifests generate catalog fmt ## Regenerate everything and fail if the 
 
 .PHONY: test
 test: manifests generate fmt vet envtest helm ## Run every test against a real kube-apiserver and etcd.
-	KUBEBUILDER_ASSETS="$$(hack/envtest.sh 2>/dev/null)" HELM=$(HELM) go test ./... $(TESTFLAGS)
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh 2>/dev/null)" HELM=$(HELM) go test -timeout 20m ./... $(TESTFLAGS)
 
 .PHONY: e2e
 e2e: envtest ## Run the end-to-end suite: real Karpenter, scheduler and controller manager on a simulated EC2.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -63,6 +64,10 @@ type WorkloadClassReconciler struct {
 	NodeOverlays bool
 	// Validator judges every write before the first one; nil means the CRDs'.
 	Validator plan.Validator
+	// NoAccessPolicies turns spec.access and namespace defaults off (--access-policies=false).
+	NoAccessPolicies bool
+	// NoDefaultPolicies: the API server does not serve MutatingAdmissionPolicy.
+	NoDefaultPolicies bool
 
 	// taken holds the UIDs of classes whose last pass met a name held by another object.
 	taken sync.Map
@@ -171,6 +176,9 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 	r.taken.Delete(wc.UID)
 	r.setRungs(wc, res, out.Live, p.Retiring())
 	r.synced(wc, res, out.Live)
+	if err := r.setAccess(ctx, wc); err != nil {
+		return ctrl.Result{}, err
+	}
 	setSignalsCondition(wc, freshness, res.CostBased)
 	wc.Status.ObservedGeneration = wc.Generation
 	return requeueForStaleness(ctrl.Result{}, freshness, r.Signals.now()), nil
@@ -186,6 +194,13 @@ func (r *WorkloadClassReconciler) finalize(ctx context.Context, wc *v1alpha1.Wor
 	live, err := r.cluster(wc).Children(ctx, wc)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	// Policies go first and under every prune policy: an orphaned policy would go on
+	// enforcing a class that no longer exists.
+	for _, obj := range live.PolicyObjects() {
+		if err := r.deleteChild(ctx, wc, obj); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	var waiting string
 	switch {
@@ -247,6 +262,14 @@ func (r *WorkloadClassReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr)
 	if r.NodeOverlays {
 		b = b.Owns(&karpv1alpha1.NodeOverlay{})
+	}
+	if !r.NoAccessPolicies {
+		b = b.Owns(&admissionv1.ValidatingAdmissionPolicy{}).Owns(&admissionv1.ValidatingAdmissionPolicyBinding{}).
+			// The cache holds only namespaces that name a default class (see internal/operator).
+			Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(classForNamespace))
+		if !r.NoDefaultPolicies {
+			b = b.Owns(&admissionv1.MutatingAdmissionPolicy{}).Owns(&admissionv1.MutatingAdmissionPolicyBinding{})
+		}
 	}
 	return b.
 		Named("workloadclass").

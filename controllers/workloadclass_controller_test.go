@@ -253,12 +253,12 @@ var _ = Describe("WorkloadClass controller", func() {
 		Expect(exists(&awsv1.EC2NodeClass{}, "collide")()).To(BeFalse())
 		Expect(exists(&karpv1.NodePool{}, "collide-on-demand-amd64")()).To(BeFalse())
 		// Waiting on a foreign object is not an error, and it is announced once.
-		Expect(counterValue("poolsmith_reconcile_errors_total", "reason", v1alpha1.ReasonOwnershipConflict)).To(BeZero())
+		Expect(metricValue("poolsmith_reconcile_errors_total", "reason", v1alpha1.ReasonOwnershipConflict)).To(BeZero())
 		Expect(classEvents("collide", v1alpha1.ReasonOwnershipConflict)()).To(Equal(1))
 		// The first pass asked nothing before creating: the EC2NodeClass it created before
 		// meeting the taken name was deleted again, once; later passes only read.
 		Expect(classEvents("collide", "RolledBack")()).To(Equal(1))
-		Expect(gaugeValue("poolsmith_workloadclasses_not_synced", "reason", v1alpha1.ReasonOwnershipConflict)).To(BeNumerically(">=", 1))
+		Expect(metricValue("poolsmith_workloadclasses_not_synced", "reason", v1alpha1.ReasonOwnershipConflict)).To(BeNumerically(">=", 1))
 	})
 
 	It("deletes a class's NodePools before its EC2NodeClass", func() {

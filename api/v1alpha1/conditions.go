@@ -10,6 +10,29 @@ const (
 	ConditionReady = "Ready"
 	// ConditionSignalsCurrent is True when the cost model's spot signals are fresh.
 	ConditionSignalsCurrent = "SignalsCurrent"
+	// ConditionAccess is True when the class's access rule is enforced (or it has none)
+	// and every namespace that names it its default may use it.
+	ConditionAccess = "Access"
+)
+
+// Reasons for the Access condition.
+const (
+	// ReasonAccessEnforced (True): the API server enforces spec.access through the class's
+	// ValidatingAdmissionPolicy.
+	ReasonAccessEnforced = "Enforced"
+	// ReasonAccessOpen (True): the class has no access rule; any namespace may use it.
+	ReasonAccessOpen = "Open"
+	// ReasonDefaultExcluded (False): namespaces name the class their default
+	// (poolsmith.dev/default-class) but its access rule excludes them; their pods get no
+	// defaults from it.
+	ReasonDefaultExcluded = "DefaultExcluded"
+	// ReasonDefaultsUnavailable (False): the API server does not serve
+	// admissionregistration.k8s.io/v1 MutatingAdmissionPolicy, so namespace defaults are
+	// not applied; access rules are still enforced.
+	ReasonDefaultsUnavailable = "DefaultsUnavailable"
+	// ReasonAccessDisabled (False): the manager runs with --access-policies=false; neither
+	// access rules nor namespace defaults are enforced.
+	ReasonAccessDisabled = "Disabled"
 )
 
 // Reasons for the Synced condition.
@@ -78,6 +101,9 @@ const (
 	AnnotationRetired = "poolsmith.dev/retired"
 	// Finalizer holds a WorkloadClass until its NodePools and EC2NodeClass are removed.
 	Finalizer = "poolsmith.dev/finalizer"
+	// LabelDefaultClass on a namespace names the WorkloadClass its pods get when they select
+	// none (applied by the class's MutatingAdmissionPolicy on pod creation).
+	LabelDefaultClass = "poolsmith.dev/default-class"
 	// DefaultBaselineName is the Baseline used when a class names none.
 	DefaultBaselineName = "default"
 )

@@ -51,6 +51,13 @@ func validClass() *v1alpha1.WorkloadClass {
 			FallbackExpireAfter: ptr.To(karpv1.MustParseNillableDuration("24h")),
 			Weighting:           &v1alpha1.Weighting{Strategy: v1alpha1.WeightingStatic, Ceiling: ptr.To[int32](80)},
 			PrunePolicy:         v1alpha1.PruneRetire,
+			Access: &v1alpha1.Access{
+				Namespaces: []string{"web", "web-staging"},
+				NamespaceSelector: &v1alpha1.NamespaceSelector{
+					MatchLabels:      map[string]string{"example.com/team": "web"},
+					MatchExpressions: []v1alpha1.NamespaceSelectorRequirement{{Key: "example.com/tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"prod"}}},
+				},
+			},
 			NodeClass: &v1alpha1.NodeClassOverrides{
 				AMISelectorTerms: []awsv1.AMISelectorTerm{{Alias: "bottlerocket@latest"}},
 				Tags:             v1alpha1.Tags{"workload": "web"},
@@ -272,6 +279,30 @@ var _ = DescribeTable("rejects an invalid WorkloadClass, naming the field",
 		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "example.com/rack", Operator: "In", Values: []string{"bad value!"}}}
 	},
 		"spec.requirements[0].values[0]", "should match"),
+	Entry("access with neither namespaces nor a selector", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Access = &v1alpha1.Access{} },
+		"spec.access", "access needs namespaces, a namespaceSelector, or both"),
+	Entry("access namespace not a namespace name", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Access.Namespaces = []string{"Web_Team"} },
+		"spec.access.namespaces[0]", "should match"),
+	Entry("access namespace listed twice", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Access.Namespaces = []string{"web", "web"} },
+		"spec.access.namespaces[1]", "Duplicate value"),
+	Entry("access selector operator unknown", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Access.NamespaceSelector.MatchExpressions[0].Operator = "Matches"
+	}, "spec.access.namespaceSelector.matchExpressions[0].operator", `supported values: "In", "NotIn", "Exists", "DoesNotExist"`),
+	Entry("access selector In without values", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Access.NamespaceSelector.MatchExpressions[0].Values = nil
+	}, "spec.access.namespaceSelector", "In and NotIn need values; Exists and DoesNotExist take none"),
+	Entry("access selector Exists with values", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Access.NamespaceSelector.MatchExpressions[0].Operator = metav1.LabelSelectorOpExists
+	}, "spec.access.namespaceSelector", "In and NotIn need values; Exists and DoesNotExist take none"),
+	Entry("access selector label key syntax", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Access.NamespaceSelector.MatchLabels = map[string]string{"bad key!": "x"}
+	}, "spec.access.namespaceSelector.matchLabels", "label keys must be qualified names"),
+	Entry("access selector label value too long", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Access.NamespaceSelector.MatchLabels = map[string]string{"team": strings.Repeat("v", 64)}
+	}, "spec.access.namespaceSelector.matchLabels", "label values must be at most 63 characters"),
+	Entry("access selector expression key syntax", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Access.NamespaceSelector.MatchExpressions[0].Key = "-bad"
+	}, "spec.access.namespaceSelector.matchExpressions[0].key", "label keys must be qualified names"),
 	Entry("requirement minValues above its values", func(wc *v1alpha1.WorkloadClass) {
 		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "example.com/rack", Operator: "In", Values: []string{"a"}, MinValues: ptr.To(2)}}
 	}, "spec.requirements[0]: Invalid value", "requirements with 'minValues' must have at least that many values"),

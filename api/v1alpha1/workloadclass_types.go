@@ -1,10 +1,13 @@
 package v1alpha1
 
 import (
+	"slices"
+
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
@@ -223,6 +226,104 @@ type WorkloadClassSpec struct {
 	// change. Identity and network fields are Baseline-only and have no place here.
 	// +optional
 	NodeClass *NodeClassOverrides `json:"nodeClass,omitempty"`
+
+	// access says which namespaces may place pods on the class's nodes. Absent, any
+	// namespace may. When set, the API server itself refuses (through a
+	// ValidatingAdmissionPolicy Poolsmith renders and owns) a pod, or the pod template of
+	// a Deployment, StatefulSet, ReplicaSet, Job or CronJob, from any other namespace that
+	// selects the class (poolsmith.dev/class or poolsmith.dev/rung in its nodeSelector or
+	// required node affinity) or tolerates every NoSchedule and NoExecute taint of the
+	// class without selecting elsewhere. DaemonSet pods and kube-system are exempt. The
+	// class needs a NoSchedule or NoExecute taint in spec.taints: without one, any pod
+	// could land on its nodes and no rule could tell.
+	// +optional
+	Access *Access `json:"access,omitempty"`
+}
+
+// Access names the namespaces that may place pods on a class: those listed in namespaces,
+// and those whose labels match namespaceSelector. A namespace picks its default class with
+// the label poolsmith.dev/default-class, not through this field.
+// +kubebuilder:validation:XValidation:rule="has(self.namespaces) || has(self.namespaceSelector)",message="access needs namespaces, a namespaceSelector, or both; omit access to let every namespace use the class"
+type Access struct {
+	// namespaces may place pods on the class, by name.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +listType=set
+	// +optional
+	Namespaces []string `json:"namespaces,omitempty"`
+
+	// namespaceSelector admits the namespaces whose labels match, e.g. matchLabels
+	// {team: ml}. An empty selector matches every namespace.
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn'] ? has(e.values) && e.values.size() > 0 : !has(e.values) || e.values.size() == 0)",message="In and NotIn need values; Exists and DoesNotExist take none"
+	// +optional
+	NamespaceSelector *NamespaceSelector `json:"namespaceSelector,omitempty"`
+}
+
+// NamespaceSelector is a label selector over namespaces (metav1.LabelSelector, field for
+// field) with bounds so that the API server can judge it within its CEL cost budget.
+type NamespaceSelector struct {
+	// matchLabels are labels the namespace must have with these values. Value characters
+	// are checked when the class is rendered (a per-character check here exceeds the API
+	// server's CEL cost budget).
+	// +kubebuilder:validation:MaxProperties=20
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k).hasValue())",message="label keys must be qualified names"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].size() <= 63)",message="label values must be at most 63 characters"
+	// +optional
+	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+
+	// matchExpressions are label requirements the namespace must meet, all of them.
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	// +optional
+	MatchExpressions []NamespaceSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// NamespaceSelectorRequirement is one label requirement (metav1.LabelSelectorRequirement).
+type NamespaceSelectorRequirement struct {
+	// key is the label key.
+	// +kubebuilder:validation:MaxLength=316
+	// +kubebuilder:validation:XValidation:rule="!format.qualifiedName().validate(self).hasValue()",message="label keys must be qualified names"
+	// +required
+	Key string `json:"key"`
+	// operator is In, NotIn, Exists or DoesNotExist.
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
+	// +required
+	Operator metav1.LabelSelectorOperator `json:"operator"`
+	// values are label values: at least one for In and NotIn, none otherwise.
+	// +kubebuilder:validation:MaxItems=50
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+	// +listType=atomic
+	// +optional
+	Values []string `json:"values,omitempty"`
+}
+
+// Admits reports whether the rule lets the namespace of that name and those labels use the
+// class; a nil rule admits every namespace. The class's ValidatingAdmissionPolicy makes the
+// same test in CEL.
+func (a *Access) Admits(namespace string, nsLabels map[string]string) bool {
+	if a == nil || slices.Contains(a.Namespaces, namespace) {
+		return true
+	}
+	if a.NamespaceSelector == nil {
+		return false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(a.NamespaceSelector.LabelSelector())
+	return err == nil && sel.Matches(labels.Set(nsLabels))
+}
+
+// LabelSelector is the selector as apimachinery's type.
+func (s *NamespaceSelector) LabelSelector() *metav1.LabelSelector {
+	if s == nil {
+		return nil
+	}
+	out := &metav1.LabelSelector{MatchLabels: s.MatchLabels}
+	for _, e := range s.MatchExpressions {
+		out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{Key: e.Key, Operator: e.Operator, Values: e.Values})
+	}
+	return out
 }
 
 // Requirement is a Karpenter NodePool requirement (karpenter.sh/v1

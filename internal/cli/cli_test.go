@@ -30,14 +30,20 @@ func TestRenderSamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 4 EC2NodeClasses, then 16 NodePools, each group sorted by name.
-	if len(objs) != 20 {
-		t.Fatalf("got %d objects, want 20", len(objs))
+	// 4 EC2NodeClasses, then 16 NodePools, then each class's namespace-default
+	// MutatingAdmissionPolicy and its binding, each group sorted by name.
+	if len(objs) != 28 {
+		t.Fatalf("got %d objects, want 28", len(objs))
 	}
 	for i, o := range objs {
 		wantKind := "NodePool"
-		if i < 4 {
+		switch {
+		case i < 4:
 			wantKind = "EC2NodeClass"
+		case i >= 24:
+			wantKind = "MutatingAdmissionPolicyBinding"
+		case i >= 20:
+			wantKind = "MutatingAdmissionPolicy"
 		}
 		if o.GetKind() != wantKind {
 			t.Errorf("object %d is %s, want %s", i, o.GetKind(), wantKind)
@@ -62,8 +68,8 @@ func TestRenderFromStdinAndAsJSON(t *testing.T) {
 		Kind  string           `json:"kind"`
 		Items []map[string]any `json:"items"`
 	}
-	if err := json.Unmarshal([]byte(out), &list); err != nil || list.Kind != "List" || len(list.Items) != 5 {
-		t.Fatalf("want a List of 5 items, got %v (%v)", len(list.Items), err)
+	if err := json.Unmarshal([]byte(out), &list); err != nil || list.Kind != "List" || len(list.Items) != 7 {
+		t.Fatalf("want a List of 7 items, got %v (%v)", len(list.Items), err)
 	}
 	if !strings.Contains(yamlOut, "name: ci-spot-amd64") {
 		t.Error("the directory render lacks ci-spot-amd64")
@@ -468,5 +474,27 @@ func TestMigrate(t *testing.T) {
 	}
 	if code, _, _ := run(t, "", "migrate", "-f", "../migrate/testdata/v1beta1.yaml", "--to", "v2"); code != ExitUsage {
 		t.Errorf("--to v2: exit %d, want 2", code)
+	}
+}
+
+func TestLintReadsNamespacesForDefaultClasses(t *testing.T) {
+	in := mustRead(t, samples+"/poolsmith_v1alpha1_baseline.yaml") + "\n---\n" + `apiVersion: poolsmith.dev/v1alpha1
+kind: WorkloadClass
+metadata: {name: gpu}
+spec:
+  profile: GPU
+  taints: [{key: example.com/dedicated, value: gpu, effect: NoSchedule}]
+  access: {namespaces: [ml]}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: sandbox, labels: {poolsmith.dev/default-class: gpu}}
+`
+	code, out, stderr := run(t, in, "lint", "-f", "-")
+	if code != ExitFindings || !strings.Contains(out, "Namespace/sandbox") || !strings.Contains(out, "default-excluded") {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	if strings.Contains(stderr, "ignoring") {
+		t.Errorf("the Namespace was ignored: %s", stderr)
 	}
 }

@@ -31,6 +31,7 @@ type diffFlags struct {
 	signalsConfigMap string
 	signalsMaxAge    time.Duration
 	nodeOverlays     bool
+	accessPolicies   bool
 }
 
 func newDiffCommand() *cobra.Command {
@@ -59,6 +60,7 @@ would be written, a conflict blocks the class or a write would be refused.`,
 	c.Flags().StringVar(&flags.signalsConfigMap, "signals-configmap", operator.DefaultSignalsConfigMap.String(), "NAMESPACE/NAME of the signals ConfigMap, as the manager's --signals-configmap")
 	c.Flags().DurationVar(&flags.signalsMaxAge, "signals-max-age", operator.DefaultSignalsMaxAge, "as the manager's --signals-max-age")
 	c.Flags().BoolVar(&flags.nodeOverlays, "node-overlays", false, "as the manager's --node-overlays")
+	c.Flags().BoolVar(&flags.accessPolicies, "access-policies", true, "as the manager's --access-policies")
 	return c
 }
 
@@ -88,7 +90,15 @@ func runDiff(c *cobra.Command, flags *diffFlags) error {
 		return err
 	}
 	fmt.Fprintf(c.ErrOrStderr(), "signals: %s: %s\n", freshness.Reason, freshness.Message)
-	d := differ{cluster: observe.Cluster{Cached: cl, Direct: cl, NodeOverlays: flags.nodeOverlays}, reader: cl, in: in,
+	cluster := observe.Cluster{Cached: cl, Direct: cl, NodeOverlays: flags.nodeOverlays, NoAccessPolicies: !flags.accessPolicies}
+	if !cluster.NoAccessPolicies {
+		served, err := observe.ServesMutatingPolicies(cl.RESTMapper())
+		if err != nil {
+			return err
+		}
+		cluster.NoDefaultPolicies = !served
+	}
+	d := differ{cluster: cluster, reader: cl, in: in,
 		opts: render.Options{Region: flags.region, Catalog: cat}, w: c.OutOrStdout()}
 	changed, err := d.run(ctx)
 	if err != nil {

@@ -110,7 +110,9 @@ func (r *recorder) client(c client.WithWatch) client.WithWatch {
 		if kind == "" {
 			kind = plan.KindOf(obj)
 		}
-		if kind == plan.KindNodePool || kind == plan.KindNodeClass || kind == plan.KindNodeOverlay {
+		switch kind {
+		case plan.KindNodePool, plan.KindNodeClass, plan.KindNodeOverlay,
+			plan.KindValidatingPolicy, plan.KindValidatingPolicyBinding, plan.KindMutatingPolicy, plan.KindMutatingPolicyBinding:
 			r.writes = append(r.writes, verb+" "+kind+"/"+obj.GetName())
 		}
 	}
@@ -222,7 +224,7 @@ func TestDiffShowsExactlyWhatTheNextReconcileWrites(t *testing.T) {
 			t.Errorf("empty cluster: diff lacks %q:\n%s", want, out)
 		}
 	}
-	if out := diffAndReconcile("after the first reconcile"); strings.Count(out, ": unchanged") != 5 {
+	if out := diffAndReconcile("after the first reconcile"); strings.Count(out, ": unchanged") != 7 {
 		t.Fatalf("after the first reconcile:\n%s", out)
 	}
 
@@ -266,7 +268,7 @@ func TestDiffShowsExactlyWhatTheNextReconcileWrites(t *testing.T) {
 			t.Errorf("diff lacks %q:\n%s", want, out)
 		}
 	}
-	if out := diffAndReconcile("after the second reconcile"); strings.Count(out, ": unchanged") != 3 {
+	if out := diffAndReconcile("after the second reconcile"); strings.Count(out, ": unchanged") != 5 {
 		t.Fatalf("after the second reconcile:\n%s", out)
 	}
 }

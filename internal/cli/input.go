@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
@@ -179,4 +180,16 @@ func (in *input) renderAll() ([]*render.Result, error) {
 		return nil, errs
 	}
 	return out, nil
+}
+
+// namespaces are the Namespaces among the extra kinds, in input order.
+func (in *input) namespaces() []*corev1.Namespace {
+	var out []*corev1.Namespace
+	for _, o := range in.others {
+		ns := &corev1.Namespace{}
+		if o.GetKind() == "Namespace" && o.Into(ns) == nil {
+			out = append(out, ns)
+		}
+	}
+	return out
 }

@@ -18,17 +18,23 @@ func newLintCommand() *cobra.Command {
 pods with overlapping weight bands; rungs that select no instance type; Baseline labels
 or tags a class contradicts; taints pods must tolerate; fallback expiry without a
 terminationGracePeriod; spot rungs that allow types whose spot discount is an outlier in
-their category (a warning when they decide the ranking, else a note). Each finding is an
+their category (a warning when they decide the ranking, else a note); access rules: a
+class with taints but no spec.access, an access rule whose taints are all shared with
+another class, and, against the Namespaces in the input, a namespace given two default
+classes, a default class whose access rule excludes the namespace, and an access rule
+naming a namespace whose default is another class. Each finding is an
 error, a warning or a note (info), one a line. Exits 1 when there is an error.`,
 		Example: `  poolsmith lint -f config/samples/
   poolsmith lint -f classes/ -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			flags.extraKinds = map[string]bool{"Namespace": true}
 			in, err := flags.load(c, "", "text", "json")
 			if err != nil {
 				return err
 			}
-			findings := lint.Lint(in.renderEach(), in.opts)
+			classes := in.renderEach()
+			findings := append(lint.Lint(classes, in.opts), lint.Access(classes, in.namespaces())...)
 			out := c.OutOrStdout()
 			if flags.output == "json" {
 				if findings == nil {

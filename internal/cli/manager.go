@@ -24,6 +24,7 @@ type managerFlags struct {
 	operator.Options
 	kubeconfig       string
 	signalsConfigMap string
+	accessPolicies   bool
 	zap              zap.Options
 }
 
@@ -41,6 +42,7 @@ func (f *managerFlags) register(c *cobra.Command) {
 	fs.StringVar(&f.Region, "region", catalog.DefaultRegion, "the cluster's AWS region: selects the prices and spot signals cost weights use")
 	fs.StringVar(&f.signalsConfigMap, "signals-configmap", operator.DefaultSignalsConfigMap.String(), "NAMESPACE/NAME of the ConfigMap holding the Spot Instance Advisor feed; it is watched")
 	fs.BoolVar(&f.NodeOverlays, "node-overlays", false, "let classes render NodeOverlays (weighting.nodeOverlays); needs Karpenter's NodeOverlay CRD and feature gate")
+	fs.BoolVar(&f.accessPolicies, "access-policies", true, "enforce spec.access and namespace default classes with admission policies the API server evaluates; false turns both off cluster-wide (policies already written stay until their class is deleted)")
 	fs.DurationVar(&f.SignalsMaxAge, "signals-max-age", operator.DefaultSignalsMaxAge, "how old spot signals may be before they count as stale and the catalog is used instead")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	f.zap.BindFlags(goflags)
@@ -77,6 +79,7 @@ func runManager(c *cobra.Command, flags *managerFlags) error {
 		return usageError{fmt.Errorf("--signals-configmap %q must be NAMESPACE/NAME", flags.signalsConfigMap)}
 	}
 	flags.SignalsConfigMap = types.NamespacedName{Namespace: ns, Name: name}
+	flags.NoAccessPolicies = !flags.accessPolicies
 	ctx := ctrl.SetupSignalHandler()
 	mgr, err := operator.New(ctx, cfg, flags.Options)
 	if err != nil {

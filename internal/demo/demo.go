@@ -97,6 +97,9 @@ func Run(ctx context.Context, out io.Writer, opts Options) error {
 	if err := printTables(ctx, out, cluster); err != nil {
 		return err
 	}
+	if err := showAccess(ctx, out, cluster.Client, cluster.ManagerErr(), opts.Timeout); err != nil {
+		return err
+	}
 
 	if !opts.Hold {
 		return nil

@@ -24,7 +24,11 @@ func TestDemo(t *testing.T) {
 	if err != nil {
 		t.Fatalf("demo: %v", err)
 	}
-	for _, want := range []string{"All classes Ready", "Every pod Running", "WORKLOADCLASS", "NODEPOOL", "Nodes Karpenter launched"} {
+	for _, want := range []string{"All classes Ready", "Every pod Running", "WORKLOADCLASS", "NODEPOOL", "Nodes Karpenter launched",
+		"pod ml/trainer selecting the class: admitted",
+		"pod web/trainer selecting the class: refused",
+		"Pod trainer in namespace web could run on WorkloadClass gpu-ml",
+	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q", want)
 		}

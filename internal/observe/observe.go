@@ -10,8 +10,11 @@ import (
 	"strings"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
@@ -30,6 +33,12 @@ type Cluster struct {
 	Direct client.Reader
 	// NodeOverlays is true when the NodeOverlay CRD is served and overlays are managed.
 	NodeOverlays bool
+	// NoAccessPolicies is true when the manager runs with --access-policies=false: no
+	// admission policy is rendered, listed or pruned.
+	NoAccessPolicies bool
+	// NoDefaultPolicies is true when the API server does not serve
+	// admissionregistration.k8s.io/v1 MutatingAdmissionPolicy (ServesMutatingPolicies).
+	NoDefaultPolicies bool
 	// Validator judges every write; nil means Karpenter's and Poolsmith's CRDs
 	// (validate.Default).
 	Validator plan.Validator
@@ -63,7 +72,77 @@ func (c Cluster) Children(ctx context.Context, wc *v1alpha1.WorkloadClass) (plan
 	if nc, ok := controlledBy(ncs.Items, wc)[wc.Name]; ok {
 		live.NodeClass = nc
 	}
+	live.Policies = map[string]client.Object{}
+	if c.NoAccessPolicies {
+		return live, nil
+	}
+	lists := []func() (string, error){
+		listPolicies[admissionv1.ValidatingAdmissionPolicy](ctx, c.Cached, &admissionv1.ValidatingAdmissionPolicyList{}, func(l *admissionv1.ValidatingAdmissionPolicyList) []admissionv1.ValidatingAdmissionPolicy {
+			return l.Items
+		}, wc, owned, live.Policies),
+		listPolicies[admissionv1.ValidatingAdmissionPolicyBinding](ctx, c.Cached, &admissionv1.ValidatingAdmissionPolicyBindingList{}, func(l *admissionv1.ValidatingAdmissionPolicyBindingList) []admissionv1.ValidatingAdmissionPolicyBinding {
+			return l.Items
+		}, wc, owned, live.Policies),
+	}
+	if !c.NoDefaultPolicies {
+		lists = append(lists,
+			listPolicies[admissionv1.MutatingAdmissionPolicy](ctx, c.Cached, &admissionv1.MutatingAdmissionPolicyList{}, func(l *admissionv1.MutatingAdmissionPolicyList) []admissionv1.MutatingAdmissionPolicy { return l.Items }, wc, owned, live.Policies),
+			listPolicies[admissionv1.MutatingAdmissionPolicyBinding](ctx, c.Cached, &admissionv1.MutatingAdmissionPolicyBindingList{}, func(l *admissionv1.MutatingAdmissionPolicyBindingList) []admissionv1.MutatingAdmissionPolicyBinding {
+				return l.Items
+			}, wc, owned, live.Policies))
+	}
+	for _, list := range lists {
+		if kind, err := list(); err != nil {
+			return live, fmt.Errorf("listing %ss of WorkloadClass %s: %w", kind, wc.Name, err)
+		}
+	}
 	return live, nil
+}
+
+// listPolicies lists one policy kind and adds those the class controls to into, by KIND/NAME.
+func listPolicies[T any, PT interface {
+	*T
+	client.Object
+}, L client.ObjectList](ctx context.Context, r client.Reader, list L, items func(L) []T, wc *v1alpha1.WorkloadClass, owned client.MatchingLabels, into map[string]client.Object) func() (string, error) {
+	return func() (string, error) {
+		var kind string
+		if err := r.List(ctx, list, owned); err != nil {
+			return fmt.Sprintf("%T", list), err
+		}
+		for name, o := range controlledBy[T, PT](items(list), wc) {
+			kind = plan.KindOf(o)
+			into[kind+"/"+name] = o
+		}
+		return kind, nil
+	}
+}
+
+// newPolicy is an empty object of a policy kind, to read one into.
+func newPolicy(kind string) client.Object {
+	switch kind {
+	case plan.KindValidatingPolicy:
+		return &admissionv1.ValidatingAdmissionPolicy{}
+	case plan.KindValidatingPolicyBinding:
+		return &admissionv1.ValidatingAdmissionPolicyBinding{}
+	case plan.KindMutatingPolicy:
+		return &admissionv1.MutatingAdmissionPolicy{}
+	default:
+		return &admissionv1.MutatingAdmissionPolicyBinding{}
+	}
+}
+
+// ServesMutatingPolicies reports whether the API server serves
+// admissionregistration.k8s.io/v1 MutatingAdmissionPolicy (GA and on by default since
+// Kubernetes v1.36; older servers need none of it: access rules still work without it).
+func ServesMutatingPolicies(mapper meta.RESTMapper) (bool, error) {
+	_, err := mapper.RESTMapping(schema.GroupKind{Group: admissionv1.GroupName, Kind: plan.KindMutatingPolicy}, admissionv1.SchemeGroupVersion.Version)
+	switch {
+	case err == nil:
+		return true, nil
+	case meta.IsNoMatchError(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("discovering MutatingAdmissionPolicy support: %w", err)
 }
 
 // controlledBy keeps, by name, the listed objects whose controller is owner.
@@ -117,6 +196,14 @@ func (c Cluster) lookup(ctx context.Context, wc *v1alpha1.WorkloadClass, res *re
 			}
 		}
 	}
+	for _, pol := range res.Policies {
+		ref := plan.KindOf(pol) + "/" + pol.GetName()
+		if _, ok := live.Policies[ref]; !ok {
+			if err := check(pol, newPolicy(plan.KindOf(pol)), func(o client.Object) { live.Policies[ref] = o }); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return foreign, nil
 }
 
@@ -143,6 +230,7 @@ func (c Cluster) Plan(ctx context.Context, wc *v1alpha1.WorkloadClass, baseline 
 		return nil, err
 	}
 	opts.Usage = live.Usage()
+	opts.NoAccessPolicies, opts.NoDefaultPolicies = c.NoAccessPolicies, c.NoDefaultPolicies
 	res, err := render.Render(baseline, wc, opts)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 // Package operator builds Poolsmith's controller-runtime manager: a cache that holds only
-// Poolsmith's objects and the NodePools and EC2NodeClasses it manages, the reconcilers,
-// health and readiness probes, metrics and leader election. `poolsmith manager`, `make
+// Poolsmith's objects, the NodePools, EC2NodeClasses and admission policies it manages and
+// the namespaces that name a default class; the reconcilers, health and readiness probes,
+// metrics and leader election. `poolsmith manager`, `make
 // demo` and the controller tests all start it here.
 package operator
 
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -19,6 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -28,6 +31,7 @@ import (
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/controllers"
 	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/observe"
 	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/scheme"
 )
@@ -57,6 +61,9 @@ type Options struct {
 	Now func() time.Time
 	// NodeOverlays lets classes render NodeOverlays; Karpenter's NodeOverlay CRD must exist.
 	NodeOverlays bool
+	// NoAccessPolicies turns off spec.access and namespace defaults (--access-policies=false):
+	// no admission policy is rendered, cached or written.
+	NoAccessPolicies bool
 }
 
 // Defaults for Options.
@@ -99,6 +106,26 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if opts.NodeOverlays {
 		byObject[&karpv1alpha1.NodeOverlay{}] = cache.ByObject{Label: managed}
 	}
+	noDefaults := true
+	if !opts.NoAccessPolicies {
+		served, err := servesMutatingPolicies(cfg)
+		if err != nil {
+			return nil, err
+		}
+		noDefaults = !served
+		byObject[&admissionv1.ValidatingAdmissionPolicy{}] = cache.ByObject{Label: managed}
+		byObject[&admissionv1.ValidatingAdmissionPolicyBinding{}] = cache.ByObject{Label: managed}
+		if served {
+			byObject[&admissionv1.MutatingAdmissionPolicy{}] = cache.ByObject{Label: managed}
+			byObject[&admissionv1.MutatingAdmissionPolicyBinding{}] = cache.ByObject{Label: managed}
+		}
+		// Only namespaces that name a default class.
+		defaults, err := labels.Parse(v1alpha1.LabelDefaultClass)
+		if err != nil {
+			return nil, err
+		}
+		byObject[&corev1.Namespace{}] = cache.ByObject{Label: defaults}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme.Scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
@@ -128,6 +155,8 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		Signals:                 &controllers.CostSignals{ConfigMap: opts.SignalsConfigMap, Region: opts.Region, MaxAge: opts.SignalsMaxAge, Now: opts.Now},
 		NodeOverlays:            opts.NodeOverlays,
 		Validator:               opts.Validator,
+		NoAccessPolicies:        opts.NoAccessPolicies,
+		NoDefaultPolicies:       noDefaults,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the WorkloadClass controller: %w", err)
 	}
@@ -146,4 +175,18 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// servesMutatingPolicies asks the API server's discovery whether it serves
+// admissionregistration.k8s.io/v1 MutatingAdmissionPolicy, before the cache is built.
+func servesMutatingPolicies(cfg *rest.Config) (bool, error) {
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return false, err
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return false, fmt.Errorf("creating a REST mapper: %w", err)
+	}
+	return observe.ServesMutatingPolicies(mapper)
 }

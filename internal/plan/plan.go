@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,6 +60,11 @@ const (
 	KindNodeClass   = "EC2NodeClass"
 	KindNodePool    = "NodePool"
 	KindNodeOverlay = "NodeOverlay"
+	// The admission policies and bindings that enforce spec.access and namespace defaults.
+	KindValidatingPolicy        = render.KindValidatingPolicy
+	KindValidatingPolicyBinding = render.KindValidatingPolicyBinding
+	KindMutatingPolicy          = render.KindMutatingPolicy
+	KindMutatingPolicyBinding   = render.KindMutatingPolicyBinding
 )
 
 // Step is one child and what happens to it.
@@ -91,7 +97,8 @@ type Step struct {
 func (s Step) Ref() string { return s.Kind + "/" + s.Name }
 
 // Plan is every step for one class, in write order: the EC2NodeClass, the NodePools in
-// ladder order, the NodeOverlays, then what pruning does to children no longer rendered.
+// ladder order, the NodeOverlays, the admission policies (each before its binding), then
+// what pruning does to children no longer rendered.
 type Plan struct {
 	Class string
 	Steps []Step
@@ -201,6 +208,18 @@ type Children struct {
 	NodeClass    *awsv1.EC2NodeClass
 	NodePools    map[string]*karpv1.NodePool
 	NodeOverlays map[string]*karpv1alpha1.NodeOverlay
+	// Policies are the admission policies and bindings, by KIND/NAME.
+	Policies map[string]client.Object
+}
+
+// PolicyObjects are the admission policies and bindings, by KIND/NAME: a class's deletion
+// deletes them under every prune policy (an orphaned policy would go on enforcing).
+func (c Children) PolicyObjects() []client.Object {
+	var objs []client.Object
+	for _, ref := range slices.Sorted(maps.Keys(c.Policies)) {
+		objs = append(objs, c.Policies[ref])
+	}
+	return objs
 }
 
 // Usage is what each NodePool uses now (status.resources), for splitting the class limit.
@@ -301,6 +320,17 @@ func Compute(in Input, schema Schema) (*Plan, error) {
 			return nil, err
 		}
 	}
+	for _, pol := range res.Policies {
+		kind := KindOf(pol)
+		var live client.Object
+		if l, ok := in.Live.Policies[kind+"/"+pol.GetName()]; ok {
+			live = l
+		}
+		// Policies judge pods at admission; Karpenter hashes nothing of them.
+		if err := add(kind, pol, live, func(client.Object, client.Object) diff.Drift { return diff.NoDrift }); err != nil {
+			return nil, err
+		}
+	}
 	prune, err := pruneSteps(in)
 	if err != nil {
 		return nil, err
@@ -387,6 +417,17 @@ func pruneSteps(in Input) ([]Step, error) {
 	for _, name := range slices.Sorted(maps.Keys(in.Live.NodeOverlays)) {
 		if ov := in.Live.NodeOverlays[name]; !wanted[name] && ov.DeletionTimestamp.IsZero() {
 			steps = append(steps, Step{Action: Delete, Kind: KindNodeOverlay, Name: name, LiveObject: ov})
+		}
+	}
+	// Policies hold no nodes either: one no longer rendered (the access rule removed, the
+	// feature turned off) is deleted under every policy, or it would go on enforcing.
+	wantedPolicies := map[string]bool{}
+	for _, pol := range in.Result.Policies {
+		wantedPolicies[KindOf(pol)+"/"+pol.GetName()] = true
+	}
+	for _, ref := range slices.Sorted(maps.Keys(in.Live.Policies)) {
+		if pol := in.Live.Policies[ref]; !wantedPolicies[ref] && pol.GetDeletionTimestamp().IsZero() {
+			steps = append(steps, Step{Action: Delete, Kind: KindOf(pol), Name: pol.GetName(), LiveObject: pol})
 		}
 	}
 	desired := map[string]bool{}
@@ -504,6 +545,14 @@ func KindOf(obj client.Object) string {
 		return KindNodeClass
 	case *karpv1alpha1.NodeOverlay:
 		return KindNodeOverlay
+	case *admissionv1.ValidatingAdmissionPolicy:
+		return KindValidatingPolicy
+	case *admissionv1.ValidatingAdmissionPolicyBinding:
+		return KindValidatingPolicyBinding
+	case *admissionv1.MutatingAdmissionPolicy:
+		return KindMutatingPolicy
+	case *admissionv1.MutatingAdmissionPolicyBinding:
+		return KindMutatingPolicyBinding
 	}
 	return obj.GetObjectKind().GroupVersionKind().Kind
 }

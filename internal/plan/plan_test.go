@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,6 +88,10 @@ func synced(t *testing.T, wc *v1alpha1.WorkloadClass, res *render.Result) plan.C
 	for _, np := range res.NodePools {
 		live.NodePools[np.Name] = stored(t, wc, np, &karpv1.NodePool{})
 	}
+	live.Policies = map[string]client.Object{}
+	for _, pol := range res.Policies {
+		live.Policies[plan.KindOf(pol)+"/"+pol.GetName()] = stored(t, wc, pol, pol.DeepCopyObject().(client.Object))
+	}
 	return live
 }
 
@@ -110,7 +115,7 @@ func actions(p *plan.Plan) string {
 func TestAnEmptyClusterGetsEveryChildCreatedInOrder(t *testing.T) {
 	wc, res := fixture(t)
 	p := compute(t, plan.Input{Class: wc, Result: res})
-	if got, want := actions(p), "create EC2NodeClass/web; create NodePool/web-spot-amd64; create NodePool/web-on-demand-amd64"; got != want {
+	if got, want := actions(p), "create EC2NodeClass/web; create NodePool/web-spot-amd64; create NodePool/web-on-demand-amd64; create MutatingAdmissionPolicy/poolsmith-default-web; create MutatingAdmissionPolicyBinding/poolsmith-default-web"; got != want {
 		t.Fatalf("got %s, want %s", got, want)
 	}
 	for _, s := range p.Steps {
@@ -130,7 +135,7 @@ func TestAnEmptyClusterGetsEveryChildCreatedInOrder(t *testing.T) {
 func TestWhatTheClusterHoldsAlreadyIsNotWritten(t *testing.T) {
 	wc, res := fixture(t)
 	p := compute(t, plan.Input{Class: wc, Result: res, Live: synced(t, wc, res)})
-	if p.Changed() || strings.Count(actions(p), "unchanged") != 3 {
+	if p.Changed() || strings.Count(actions(p), "unchanged") != 5 {
 		t.Fatalf("a synced family must plan no write: %s", actions(p))
 	}
 }
@@ -248,4 +253,52 @@ func TestARetiredRungRenderedAgainIsRevived(t *testing.T) {
 	if p := compute(t, plan.Input{Class: wc, Result: fewer, Live: live}); p.Steps[len(p.Steps)-1].Action != plan.Retiring || p.Changed() {
 		t.Errorf("got %s", actions(p))
 	}
+}
+
+// withAccess restricts the class to namespace ml with a taint of its own.
+func withAccess(wc *v1alpha1.WorkloadClass) {
+	wc.Spec.Taints = v1alpha1.Taints{{Key: "example.com/dedicated", Value: wc.Name, Effect: corev1.TaintEffectNoSchedule}}
+	wc.Spec.Access = &v1alpha1.Access{Namespaces: []string{"ml"}}
+}
+
+func TestAccessPoliciesArePlannedAfterTheLadderAndDeletedUnderEveryPrunePolicyWhenTheRuleGoes(t *testing.T) {
+	wc, res := fixture(t, withAccess)
+	p := compute(t, plan.Input{Class: wc, Result: res})
+	want := "create ValidatingAdmissionPolicy/poolsmith-access-web; create ValidatingAdmissionPolicyBinding/poolsmith-access-web; create MutatingAdmissionPolicy/poolsmith-default-web; create MutatingAdmissionPolicyBinding/poolsmith-default-web"
+	if got := actions(p); !strings.HasSuffix(got, want) {
+		t.Fatalf("got %s, want it to end with %s", got, want)
+	}
+	if invalid := p.Validate(schema(t)); len(invalid) > 0 {
+		t.Fatalf("refused in-process: %s: %v", invalid[0].Step.Ref(), invalid[0].Err)
+	}
+	live := synced(t, wc, res)
+	if p := compute(t, plan.Input{Class: wc, Result: res, Live: live}); p.Changed() {
+		t.Fatalf("a synced class with access must plan no write: %s", actions(p))
+	}
+	for _, policy := range []v1alpha1.PrunePolicy{v1alpha1.PruneDelete, v1alpha1.PruneRetire, v1alpha1.PruneOrphan} {
+		open, opened := fixture(t, func(wc *v1alpha1.WorkloadClass) { wc.Spec.PrunePolicy = policy })
+		open.UID = wc.UID
+		p := compute(t, plan.Input{Class: open, Result: opened, Live: live})
+		got := actions(p)
+		if !strings.Contains(got, "delete ValidatingAdmissionPolicy/poolsmith-access-web") || !strings.Contains(got, "delete ValidatingAdmissionPolicyBinding/poolsmith-access-web") {
+			t.Errorf("%s: removing spec.access must delete its policy and binding: %s", policy, got)
+		}
+	}
+}
+
+func TestAHandEditedPolicyIsReverted(t *testing.T) {
+	wc, res := fixture(t, withAccess)
+	live := synced(t, wc, res)
+	vap := live.Policies["ValidatingAdmissionPolicy/poolsmith-access-web"].(*admissionv1.ValidatingAdmissionPolicy)
+	vap.Spec.FailurePolicy = ptr.To(admissionv1.Ignore)
+	p := compute(t, plan.Input{Class: wc, Result: res, Live: live})
+	for _, s := range p.Steps {
+		if s.Ref() == "ValidatingAdmissionPolicy/poolsmith-access-web" {
+			if s.Action != plan.Update || len(s.Changes) != 1 || s.Changes[0].Path != "spec.failurePolicy" {
+				t.Fatalf("got %s %v", s.Action, s.Changes)
+			}
+			return
+		}
+	}
+	t.Fatal("no step for the policy")
 }

@@ -35,4 +35,13 @@
 // its slice with In requirements so no node can match two rungs of one class. Names are a
 // stable function of the class name and the slice; Static weights are ceiling,
 // ceiling-1, ... in ladder order.
+//
+// # Access
+//
+// A class with spec.access also renders a ValidatingAdmissionPolicy and binding
+// (poolsmith-access-<class>) that refuse pods and workload pod templates of other
+// namespaces that could land on it; every class renders a MutatingAdmissionPolicy and
+// binding (poolsmith-default-<class>) that give pods of namespaces labelled
+// poolsmith.dev/default-class=<class> the class's nodeSelector and tolerations (access.go).
+// Options.NoAccessPolicies and NoDefaultPolicies leave them out.
 package render

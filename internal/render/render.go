@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
@@ -34,6 +35,12 @@ type Options struct {
 	// Catalog replaces the embedded instance catalog: the priced catalog signals give
 	// (signals.Apply), or a test's.
 	Catalog *catalog.Catalog
+	// NoAccessPolicies renders no admission policies at all (the manager's
+	// --access-policies=false); spec.access is then neither checked nor enforced.
+	NoAccessPolicies bool
+	// NoDefaultPolicies renders no MutatingAdmissionPolicy (the cluster does not serve
+	// admissionregistration.k8s.io/v1 MutatingAdmissionPolicy).
+	NoDefaultPolicies bool
 }
 
 // Result is a rendered NodePool family.
@@ -49,7 +56,10 @@ type Result struct {
 	NodePools []*karpv1.NodePool
 	// NodeOverlays encode interruption risk for Karpenter's own choice (weighting.nodeOverlays).
 	NodeOverlays []*karpv1alpha1.NodeOverlay
-	Rungs        []Rung
+	// Policies are the admission policies and bindings that enforce spec.access and apply
+	// namespace defaults (admissionregistration.k8s.io/v1), each policy before its binding.
+	Policies []client.Object
+	Rungs    []Rung
 	// Provenance has every field of the EC2NodeClass and then of each NodePool.
 	Provenance Provenance
 }
@@ -138,6 +148,9 @@ func Render(baseline *v1alpha1.Baseline, class *v1alpha1.WorkloadClass, opts Opt
 	nodeClass := r.renderNodeClass()
 	tmpl := r.template()
 	rungs := r.ladder(tmpl)
+	if !opts.NoAccessPolicies {
+		r.checkAccess(tmpl)
+	}
 	if len(r.errs) > 0 {
 		return nil, r.errs
 	}
@@ -166,6 +179,22 @@ func Render(baseline *v1alpha1.Baseline, class *v1alpha1.WorkloadClass, opts Opt
 		res.NodeOverlays = append(res.NodeOverlays, ov)
 		res.Provenance = append(res.Provenance, trace("NodeOverlay/"+ov.Name, doc, overlayOrigins[i])...)
 	}
+	for _, p := range r.accessPolicies(tmpl, rungs) {
+		doc, err := CleanJSON(p)
+		if err != nil {
+			return nil, err
+		}
+		res.Policies = append(res.Policies, p)
+		o := origins{}
+		switch p.GetObjectKind().GroupVersionKind().Kind {
+		case KindValidatingPolicy, KindValidatingPolicyBinding:
+			o.set("", OriginComputed("access: spec.access and the class's taints and rungs"))
+		default:
+			o.set("", OriginComputed("default: namespaces labelled "+v1alpha1.LabelDefaultClass+"="+class.Name))
+		}
+		o.set("metadata", OriginComputed("class"))
+		res.Provenance = append(res.Provenance, trace(p.GetObjectKind().GroupVersionKind().Kind+"/"+p.GetName(), doc, o)...)
+	}
 	return res, nil
 }
 
@@ -193,8 +222,8 @@ func (r *renderer) ownerLabels() map[string]string {
 	}
 }
 
-// Objects are the EC2NodeClass, the NodePools in ladder order, then the NodeOverlays,
-// each as CleanJSON.
+// Objects are the EC2NodeClass, the NodePools in ladder order, the NodeOverlays, then the
+// admission policies, each as CleanJSON.
 func (r *Result) Objects() ([]map[string]any, error) {
 	objs := []any{r.NodeClass}
 	for _, np := range r.NodePools {
@@ -202,6 +231,9 @@ func (r *Result) Objects() ([]map[string]any, error) {
 	}
 	for _, ov := range r.NodeOverlays {
 		objs = append(objs, ov)
+	}
+	for _, p := range r.Policies {
+		objs = append(objs, p)
 	}
 	docs := make([]map[string]any, len(objs))
 	for i, o := range objs {

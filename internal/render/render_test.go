@@ -656,8 +656,8 @@ func TestProvenanceCoversEveryField(t *testing.T) {
 				t.Errorf("%s %s has no origin", f.Object, f.Path)
 			}
 		}
-		if len(objects) != 1+len(res.NodePools) {
-			t.Errorf("%s: provenance covers %d objects, want %d", wc.Name, len(objects), 1+len(res.NodePools))
+		if len(objects) != 1+len(res.NodePools)+len(res.Policies) {
+			t.Errorf("%s: provenance covers %d objects, want %d", wc.Name, len(objects), 1+len(res.NodePools)+len(res.Policies))
 		}
 	}
 }

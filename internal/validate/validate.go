@@ -148,15 +148,19 @@ func poolsmithCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return out, nil
 }
 
-// Known reports whether the validator has a schema for obj's apiVersion and kind.
+// Known reports whether the validator has a schema for obj's apiVersion and kind, or
+// checks it as one of the built-in admission policy kinds.
 func (v *Validator) Known(gvk schema.GroupVersionKind) bool {
 	_, ok := v.kinds[gvk]
-	return ok
+	return ok || IsPolicy(gvk)
 }
 
 // Create returns the error the API server would answer a create of obj with, or nil.
 // obj is an object's JSON form (see Object); it is not modified.
 func (v *Validator) Create(obj map[string]any) error {
+	if doc, ok := policy(obj); ok {
+		return checkPolicy(doc)
+	}
 	u, k, err := v.prepare(obj)
 	if err != nil {
 		return err
@@ -169,6 +173,9 @@ func (v *Validator) Create(obj map[string]any) error {
 // Update returns the error the API server would answer an update of old to obj with, or
 // nil: transition rules (oldSelf) and ratcheting see the live object.
 func (v *Validator) Update(obj, old map[string]any) error {
+	if doc, ok := policy(obj); ok {
+		return checkPolicy(doc)
+	}
 	u, k, err := v.prepare(obj)
 	if err != nil {
 		return err
@@ -185,11 +192,29 @@ func (v *Validator) Update(obj, old map[string]any) error {
 // Defaulted is obj as the API server would store it: unknown fields pruned and the CRD's
 // defaults applied.
 func (v *Validator) Defaulted(obj map[string]any) (map[string]any, error) {
+	if doc, ok := policy(obj); ok {
+		// Poolsmith renders every field the API server would default.
+		return doc, nil
+	}
 	u, _, err := v.prepare(obj)
 	if err != nil {
 		return nil, err
 	}
 	return u.Object, nil
+}
+
+// policy is obj normalized when it is one of the built-in admission policy kinds, which
+// have no CRD (see policy.go).
+func policy(obj map[string]any) (map[string]any, bool) {
+	u := unstructured.Unstructured{Object: obj}
+	if !IsPolicy(u.GroupVersionKind()) {
+		return nil, false
+	}
+	doc, err := Normalize(obj)
+	if err != nil {
+		return obj, true
+	}
+	return doc, true
 }
 
 // prepare decodes obj the way the API server's CRD handler does before validation:

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -315,8 +317,9 @@ func countChildren(list client.ObjectList, class string) (int, error) {
 
 // run starts the manager as the install's ServiceAccount and drives it: leader election,
 // every sample Synced, NodeOverlays, signals read, Baseline status, events (one a series),
-// a prune, updates of each kind of child, a retirement, an orphaning deletion, two
-// deleting deletions, and the Lease released on shutdown.
+// a prune, updates of each kind of child, the admission policies (see access), a
+// retirement, an orphaning deletion, two deleting deletions, and the Lease released on
+// shutdown.
 func (s *scenario) run() error {
 	in := s.in
 	apply := func(o client.Object) error {
@@ -465,6 +468,62 @@ func (s *scenario) run() error {
 		return err
 	}
 
+	// Names taken by objects Poolsmith does not own, a NodePool and a NodeOverlay: a
+	// class's first pass creates without asking, meets AlreadyExists, reads the object once
+	// (get) and deletes what it created (delete), then reports the conflict.
+	ov := &karpv1alpha1.NodeOverlayList{}
+	if err := env.Client.List(ctx, ov, client.MatchingLabels{v1alpha1.LabelClass: "overlays"}); err != nil || len(ov.Items) == 0 {
+		return fmt.Errorf("listing the overlays of class overlays: %v (%d)", err, len(ov.Items))
+	}
+	takenOverlay := &karpv1alpha1.NodeOverlay{ObjectMeta: metav1.ObjectMeta{Name: strings.Replace(ov.Items[0].Name, "overlays-", "collide-ov-", 1)}, Spec: ov.Items[0].Spec}
+	takenPool := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": map[string]any{"name": "collide-on-demand-amd64"},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"nodeClassRef": map[string]any{"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+			"requirements": []any{map[string]any{"key": "kubernetes.io/arch", "operator": "In", "values": []any{"amd64"}}},
+		}}},
+	}}
+	if err := env.Client.Create(ctx, takenOverlay); err != nil {
+		return err
+	}
+	if err := apply(takenPool); err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		name     string
+		overlays bool
+	}{{"collide", false}, {"collide-ov", true}} {
+		colliding := &unstructured.Unstructured{}
+		for _, o := range objs {
+			if o.GetName() == "general" {
+				colliding.Object = map[string]any{"apiVersion": o.GetAPIVersion(), "kind": o.GetKind(),
+					"metadata": map[string]any{"name": c.name}, "spec": runtime.DeepCopyJSONValue(o.Object["spec"])}
+			}
+		}
+		if err := unstructured.SetNestedField(colliding.Object, c.overlays, "spec", "weighting", "nodeOverlays"); err != nil {
+			return err
+		}
+		if err := apply(colliding); err != nil {
+			return err
+		}
+		if err := s.wait("WorkloadClass "+c.name+" Synced=False (OwnershipConflict), nothing of it left", func() (bool, error) {
+			cond, _, err := condition(c.name, v1alpha1.ConditionSynced)
+			if err != nil || cond == nil || cond.Reason != v1alpha1.ReasonOwnershipConflict {
+				return false, err
+			}
+			n, err := countChildren(&karpv1.NodePoolList{}, c.name)
+			return n == 0, err
+		}); err != nil {
+			return err
+		}
+		if err := env.Client.Delete(ctx, colliding); err != nil {
+			return err
+		}
+	}
+	if err := errors.Join(env.Client.Delete(ctx, takenPool), env.Client.Delete(ctx, takenOverlay)); err != nil {
+		return err
+	}
+
 	// Updates of each kind of child: a NodePool (ci's limits), the NodeOverlays (fewer
 	// types for overlays), every EC2NodeClass (a Baseline tag).
 	for _, u := range []struct{ class, patch string }{
@@ -486,6 +545,10 @@ func (s *scenario) run() error {
 		}
 		return nc.Spec.Tags["rbac-test"] == "updated", nil
 	}); err != nil {
+		return err
+	}
+
+	if err := s.access(apply); err != nil {
 		return err
 	}
 
@@ -595,6 +658,107 @@ func (s *scenario) run() error {
 	return nil
 }
 
+// access drives the admission policies (the Access section of the README): a restricted
+// class gets its four policies and its Access condition from the cached namespaces (create,
+// list, watch); hand edits to each are reverted (update); a foreign binding holding one of
+// another class's names makes the controller read every rendered name (get) and delete
+// what it created (delete).
+func (s *scenario) access(apply func(client.Object) error) error {
+	class := func(name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": v1alpha1.GroupVersion.String(), "kind": "WorkloadClass",
+			"metadata": map[string]any{"name": name},
+			"spec": map[string]any{
+				"architectures": []any{"amd64"}, "capacityTypes": []any{"on-demand"},
+				"taints": []any{map[string]any{"key": "example.com/dedicated", "value": name, "effect": "NoSchedule"}},
+				"access": map[string]any{"namespaces": []any{"ml"}},
+			},
+		}}
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rbac-access", Labels: map[string]string{v1alpha1.LabelDefaultClass: "restricted"}}}
+	if err := apply(&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: ns.ObjectMeta}); err != nil {
+		return err
+	}
+	if err := apply(class("restricted")); err != nil {
+		return err
+	}
+	if err := s.wait("WorkloadClass restricted Synced=True and Access=False DefaultExcluded (namespace rbac-access)", func() (bool, error) {
+		c, gen, err := condition("restricted", v1alpha1.ConditionSynced)
+		a, _, aerr := condition("restricted", v1alpha1.ConditionAccess)
+		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen && a != nil && a.Reason == v1alpha1.ReasonDefaultExcluded, errors.Join(err, aerr)
+	}); err != nil {
+		return err
+	}
+	edits := []struct {
+		obj   client.Object
+		patch string
+		path  []string
+		want  string
+	}{
+		{&admissionv1.ValidatingAdmissionPolicy{}, `{"spec":{"failurePolicy":"Ignore"}}`, []string{"spec", "failurePolicy"}, "Fail"},
+		{&admissionv1.ValidatingAdmissionPolicyBinding{}, `{"spec":{"policyName":"hand-edited"}}`, []string{"spec", "policyName"}, "poolsmith-access-restricted"},
+		{&admissionv1.MutatingAdmissionPolicy{}, `{"spec":{"failurePolicy":"Fail"}}`, []string{"spec", "failurePolicy"}, "Ignore"},
+		{&admissionv1.MutatingAdmissionPolicyBinding{}, `{"spec":{"policyName":"hand-edited"}}`, []string{"spec", "policyName"}, "poolsmith-default-restricted"},
+	}
+	for _, e := range edits {
+		name := "poolsmith-access-restricted"
+		if _, mutating := e.obj.(*admissionv1.MutatingAdmissionPolicy); mutating {
+			name = "poolsmith-default-restricted"
+		}
+		if _, mutating := e.obj.(*admissionv1.MutatingAdmissionPolicyBinding); mutating {
+			name = "poolsmith-default-restricted"
+		}
+		e.obj.SetName(name)
+		if err := env.Client.Patch(ctx, e.obj, client.RawPatch(types.MergePatchType, []byte(e.patch))); err != nil {
+			return fmt.Errorf("hand-editing %T %s: %w", e.obj, name, err)
+		}
+		if err := s.wait(fmt.Sprintf("the hand edit of %T %s reverted", e.obj, name), func() (bool, error) {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(admissionv1.SchemeGroupVersion.WithKind(strings.TrimPrefix(fmt.Sprintf("%T", e.obj), "*v1.")))
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
+				return false, err
+			}
+			got, _, err := unstructured.NestedString(u.Object, e.path...)
+			return got == e.want, err
+		}); err != nil {
+			return err
+		}
+	}
+	// A binding of another owner holds a name class blocked renders: its create is refused,
+	// the controller reads that name, rolls back what it created, then reads every name.
+	foreign := &admissionv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "poolsmith-default-blocked"}, Spec: admissionv1.MutatingAdmissionPolicyBindingSpec{PolicyName: "someone-elses"}}
+	if err := env.Client.Create(ctx, foreign); err != nil {
+		return err
+	}
+	if err := apply(class("blocked")); err != nil {
+		return err
+	}
+	if err := s.wait("WorkloadClass blocked Synced=False (OwnershipConflict) and nothing of it left", func() (bool, error) {
+		c, _, err := condition("blocked", v1alpha1.ConditionSynced)
+		if err != nil || c == nil || c.Reason != v1alpha1.ReasonOwnershipConflict {
+			return false, err
+		}
+		pools, err := countChildren(&karpv1.NodePoolList{}, "blocked")
+		policies, perr := countChildren(&admissionv1.ValidatingAdmissionPolicyList{}, "blocked")
+		return pools+policies == 0, errors.Join(err, perr)
+	}); err != nil {
+		return err
+	}
+	for _, o := range []client.Object{foreign, &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: "blocked"}}} {
+		if err := env.Client.Delete(ctx, o); err != nil {
+			return err
+		}
+	}
+	// Dropping the rule deletes the validating pair.
+	if err := s.patchAndSync("restricted", `{"spec":{"access":null}}`); err != nil {
+		return err
+	}
+	return s.wait("restricted's ValidatingAdmissionPolicy deleted", func() (bool, error) {
+		n, err := countChildren(&admissionv1.ValidatingAdmissionPolicyList{}, "restricted")
+		return n == 0, err
+	})
+}
+
 // patchAndSync merge-patches a class's spec and waits until the new generation is Synced.
 func (s *scenario) patchAndSync(class, patch string) error {
 	wc := &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: class}}
@@ -651,7 +815,10 @@ func reset(t *testing.T) {
 			}
 		}
 	}
-	for _, o := range []client.Object{&v1alpha1.WorkloadClass{}, &v1alpha1.Baseline{}, &karpv1.NodePool{}, &karpv1alpha1.NodeOverlay{}, &awsv1.EC2NodeClass{}} {
+	// No garbage collector runs here: children of deleted classes, admission policies
+	// included, are deleted by hand.
+	for _, o := range []client.Object{&v1alpha1.WorkloadClass{}, &v1alpha1.Baseline{}, &karpv1.NodePool{}, &karpv1alpha1.NodeOverlay{}, &awsv1.EC2NodeClass{},
+		&admissionv1.ValidatingAdmissionPolicy{}, &admissionv1.ValidatingAdmissionPolicyBinding{}, &admissionv1.MutatingAdmissionPolicy{}, &admissionv1.MutatingAdmissionPolicyBinding{}} {
 		if err := env.Client.DeleteAllOf(ctx, o); err != nil && !apierrors.IsNotFound(err) {
 			t.Fatal(err)
 		}

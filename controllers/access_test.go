@@ -1,0 +1,198 @@
+package controllers_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/render"
+)
+
+// namespace creates a namespace with labels and the default ServiceAccount the
+// ServiceAccount admission plugin looks for (no controller-manager runs here to make it).
+func namespace(name string, labels map[string]string) {
+	create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}})
+	create(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: name}})
+}
+
+// podSpec selects class (when not empty) and carries tolerations.
+func podSpec(class string, tolerations ...corev1.Toleration) corev1.PodSpec {
+	spec := corev1.PodSpec{
+		Containers:                   []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+		Tolerations:                  tolerations,
+		AutomountServiceAccountToken: ptr.To(false),
+	}
+	if class != "" {
+		spec.NodeSelector = map[string]string{v1alpha1.LabelClass: class}
+	}
+	return spec
+}
+
+func pod(ns, name string, spec corev1.PodSpec) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
+}
+
+// admit asks the API server to create obj without storing it: admission, policies
+// included, runs in full and obj is filled with what would be stored.
+func admit(obj client.Object) error { return env.Client.Create(ctx, obj, client.DryRunAll) }
+
+var (
+	gpuTaint    = corev1.Toleration{Key: "example.com/dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu-access", Effect: corev1.TaintEffectNoSchedule}
+	nvidiaTaint = corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule}
+)
+
+var _ = Describe("Access rules and namespace defaults, enforced by the API server", Ordered, func() {
+	const class = "gpu-access"
+	var refusal string
+
+	BeforeAll(func() {
+		create(newBaseline("access"))
+		namespace("ml", map[string]string{v1alpha1.LabelDefaultClass: class})
+		namespace("web", nil)
+		create(newClass(class, "access", func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.Profile = v1alpha1.ProfileGPU
+			wc.Spec.Taints = v1alpha1.Taints{{Key: "example.com/dedicated", Value: class, Effect: corev1.TaintEffectNoSchedule}}
+			wc.Spec.Access = &v1alpha1.Access{Namespaces: []string{"ml"}}
+		}))
+		// An open class a pod in ml may choose instead of its default.
+		create(newClass("cpu-open", "access"))
+		waitSynced(class)
+		waitSynced("cpu-open")
+		Eventually(condition(class, v1alpha1.ConditionAccess)).Should(haveCondition(metav1.ConditionTrue, v1alpha1.ReasonAccessEnforced))
+		// The API server loads policies through an informer: wait until it enforces this one.
+		Eventually(func() error {
+			return admit(pod("web", "probe", podSpec(class, gpuTaint, nvidiaTaint)))
+		}).Should(HaveOccurred())
+		refusal = admit(pod("web", "train", podSpec(class, gpuTaint, nvidiaTaint))).Error()
+	})
+
+	It("admits a pod of an allowed namespace that selects the class and tolerates its taints", func() {
+		Expect(admit(pod("ml", "train", podSpec(class, gpuTaint, nvidiaTaint)))).To(Succeed())
+	})
+
+	It("refuses the same pod in another namespace, with a message naming the class and who may use it", func() {
+		Expect(refusal).To(ContainSubstring("ValidatingAdmissionPolicy 'poolsmith-access-gpu-access'"))
+		Expect(refusal).To(ContainSubstring("Pod train in namespace web could run on WorkloadClass gpu-access"))
+		Expect(refusal).To(ContainSubstring("which may only be used from namespaces ml"))
+	})
+
+	It("refuses a pod that only tolerates the class's taints, and one that only selects a rung", func() {
+		Expect(admit(pod("web", "tolerates", podSpec("", gpuTaint, nvidiaTaint)))).To(MatchError(ContainSubstring("could run on WorkloadClass gpu-access")))
+		Expect(admit(pod("web", "tolerates-all", podSpec("", corev1.Toleration{Operator: corev1.TolerationOpExists})))).To(MatchError(ContainSubstring("could run on WorkloadClass gpu-access")))
+		rung := podSpec("")
+		rung.NodeSelector = map[string]string{v1alpha1.LabelRung: class + "-spot-amd64"}
+		Expect(admit(pod("web", "rung", rung))).To(MatchError(ContainSubstring("could run on WorkloadClass gpu-access")))
+	})
+
+	It("admits pods elsewhere that cannot land on the class: another class chosen, a taint not tolerated, a DaemonSet's, kube-system's", func() {
+		elsewhere := podSpec("cpu-open", corev1.Toleration{Operator: corev1.TolerationOpExists})
+		Expect(admit(pod("web", "elsewhere", elsewhere))).To(Succeed())
+		Expect(admit(pod("web", "half", podSpec("", nvidiaTaint)))).To(Succeed())
+		ds := pod("web", "agent", podSpec("", corev1.Toleration{Operator: corev1.TolerationOpExists}))
+		ds.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "0f0f0f0f-0000-0000-0000-000000000001", Controller: ptr.To(true)}}
+		Expect(admit(ds)).To(Succeed())
+		create(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "kube-system"}})
+		Expect(admit(pod("kube-system", "aws-node", podSpec("", corev1.Toleration{Operator: corev1.TolerationOpExists})))).To(Succeed())
+	})
+
+	It("refuses a Deployment whose pod template would land on the class, at creation", func() {
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "trainer"},
+			Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "trainer"}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "trainer"}}, Spec: podSpec(class, gpuTaint, nvidiaTaint)},
+			},
+		}
+		Expect(admit(d)).To(MatchError(ContainSubstring("Deployment trainer in namespace web could run on WorkloadClass gpu-access")))
+		d.Namespace = "ml"
+		Expect(admit(d)).To(Succeed())
+	})
+
+	It("gives a pod of a default-class namespace that selects no class the class's nodeSelector and tolerations, keeping its own", func() {
+		own := corev1.Toleration{Key: "example.com/own", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}
+		var p *corev1.Pod
+		// The API server loads the defaults policy through an informer too.
+		Eventually(func() map[string]string {
+			p = pod("ml", "notebook", podSpec("", own))
+			p.Spec.NodeSelector = map[string]string{"example.com/zone-pref": "a"}
+			Expect(admit(p)).To(Succeed())
+			return p.Spec.NodeSelector
+		}).Should(HaveKey(v1alpha1.LabelClass))
+		Expect(p.Spec.NodeSelector).To(Equal(map[string]string{"example.com/zone-pref": "a", v1alpha1.LabelClass: class}))
+		Expect(p.Spec.Tolerations).To(ContainElements(own, nvidiaTaint, gpuTaint))
+
+		bare := pod("ml", "bare", podSpec(""))
+		Expect(admit(bare)).To(Succeed())
+		Expect(bare.Spec.NodeSelector).To(Equal(map[string]string{v1alpha1.LabelClass: class}))
+		Expect(bare.Spec.Tolerations).To(ContainElements(nvidiaTaint, gpuTaint))
+
+		chose := pod("ml", "chose", podSpec("cpu-open"))
+		Expect(admit(chose)).To(Succeed())
+		Expect(chose.Spec.NodeSelector).To(Equal(map[string]string{v1alpha1.LabelClass: "cpu-open"}))
+		Expect(chose.Spec.Tolerations).NotTo(ContainElement(gpuTaint))
+	})
+
+	It("reports, on the class, a default-class namespace its access rule excludes", func() {
+		namespace("sandbox", map[string]string{v1alpha1.LabelDefaultClass: class})
+		Eventually(condition(class, v1alpha1.ConditionAccess)).Should(And(
+			haveCondition(metav1.ConditionFalse, v1alpha1.ReasonDefaultExcluded),
+			WithTransform(func(c *metav1.Condition) string { return c.Message }, ContainSubstring("namespaces sandbox name this class their default"))))
+		// Its pods get no default: the class would refuse them.
+		p := pod("sandbox", "bare", podSpec(""))
+		Expect(admit(p)).To(Succeed())
+		Expect(p.Spec.NodeSelector).To(BeEmpty())
+	})
+
+	It("takes a change of spec.access into effect without restarting anything", func() {
+		wc := get(&v1alpha1.WorkloadClass{}, class)
+		wc.Spec.Access.Namespaces = []string{"ml", "web", "sandbox"}
+		updateClass(wc)
+		Eventually(func() error { return admit(pod("web", "train", podSpec(class, gpuTaint, nvidiaTaint))) }).Should(Succeed())
+		Eventually(condition(class, v1alpha1.ConditionAccess)).Should(haveCondition(metav1.ConditionTrue, v1alpha1.ReasonAccessEnforced))
+		// Removing the rule deletes the policy; the defaults policy stays.
+		wc = get(&v1alpha1.WorkloadClass{}, class)
+		wc.Spec.Access = nil
+		updateClass(wc)
+		Eventually(exists(&admissionv1.ValidatingAdmissionPolicy{}, render.AccessPolicyName(class))).Should(BeFalse())
+		Eventually(exists(&admissionv1.ValidatingAdmissionPolicyBinding{}, render.AccessPolicyName(class))).Should(BeFalse())
+		Expect(exists(&admissionv1.MutatingAdmissionPolicy{}, render.DefaultsPolicyName(class))()).To(BeTrue())
+		Eventually(condition(class, v1alpha1.ConditionAccess)).Should(haveCondition(metav1.ConditionTrue, v1alpha1.ReasonAccessOpen))
+	})
+
+	It("reverts a hand edit to a policy", func() {
+		mp := get(&admissionv1.MutatingAdmissionPolicy{}, render.DefaultsPolicyName(class))
+		mp.Spec.FailurePolicy = ptr.To(admissionv1.Fail)
+		Expect(env.Client.Update(ctx, mp)).To(Succeed())
+		Eventually(func() admissionv1.FailurePolicyType {
+			return *get(&admissionv1.MutatingAdmissionPolicy{}, render.DefaultsPolicyName(class)).Spec.FailurePolicy
+		}).Should(Equal(admissionv1.Ignore))
+	})
+
+	It("deletes the class's policies with the class, even under prunePolicy Orphan", func() {
+		wc := get(&v1alpha1.WorkloadClass{}, class)
+		wc.Spec.PrunePolicy = v1alpha1.PruneOrphan
+		wc.Spec.Access = &v1alpha1.Access{Namespaces: []string{"ml"}}
+		updateClass(wc)
+		Eventually(exists(&admissionv1.ValidatingAdmissionPolicy{}, render.AccessPolicyName(class))).Should(BeTrue())
+		Expect(env.Client.Delete(ctx, wc)).To(Succeed())
+		for _, obj := range []client.Object{&admissionv1.ValidatingAdmissionPolicy{}, &admissionv1.ValidatingAdmissionPolicyBinding{}} {
+			Eventually(exists(obj, render.AccessPolicyName(class))).Should(BeFalse())
+		}
+		for _, obj := range []client.Object{&admissionv1.MutatingAdmissionPolicy{}, &admissionv1.MutatingAdmissionPolicyBinding{}} {
+			Eventually(exists(obj, render.DefaultsPolicyName(class))).Should(BeFalse())
+		}
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: class}, &v1alpha1.WorkloadClass{}))
+		}).Should(BeTrue())
+		// The orphaned NodePools stay; no policy enforces a class that is gone.
+		Expect(nodePoolNames(class)()).To(BeEmpty()) // released: no longer labelled
+		Eventually(func() error { return admit(pod("web", "after", podSpec(class, gpuTaint, nvidiaTaint))) }).Should(Succeed())
+	})
+})

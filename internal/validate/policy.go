@@ -1,0 +1,261 @@
+package validate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/cel/environment"
+)
+
+// The admission policies Poolsmith renders are built into the API server, not CRDs: their
+// full validation lives in k8s.io/kubernetes, which Poolsmith does not import. In-process
+// they are decoded strictly (unknown fields refused), their required fields and names
+// checked, and every CEL expression compiled by the API server's own compiler
+// (k8s.io/apiserver) in the environment stored policies are compiled in. What this does not
+// catch (the rest of k8s.io/kubernetes' ValidatingAdmissionPolicy rules) the API server
+// refuses at write time, and the tests dry-run every rendered policy against it.
+
+var policyKinds = map[string]func() any{
+	"ValidatingAdmissionPolicy":        func() any { return &admissionv1.ValidatingAdmissionPolicy{} },
+	"ValidatingAdmissionPolicyBinding": func() any { return &admissionv1.ValidatingAdmissionPolicyBinding{} },
+	"MutatingAdmissionPolicy":          func() any { return &admissionv1.MutatingAdmissionPolicy{} },
+	"MutatingAdmissionPolicyBinding":   func() any { return &admissionv1.MutatingAdmissionPolicyBinding{} },
+}
+
+// IsPolicy reports whether gvk is one of the admissionregistration.k8s.io/v1 policy kinds.
+func IsPolicy(gvk schema.GroupVersionKind) bool {
+	_, ok := policyKinds[gvk.Kind]
+	return ok && gvk.GroupVersion() == admissionv1.SchemeGroupVersion
+}
+
+// checkPolicy is Create and Update for the policy kinds (no transition rules apply).
+func checkPolicy(doc map[string]any) error {
+	u := &unstructured.Unstructured{Object: doc}
+	gvk := u.GroupVersionKind()
+	obj := policyKinds[gvk.Kind]()
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(obj); err != nil {
+		return apierrors.NewInvalid(gvk.GroupKind(), u.GetName(), field.ErrorList{field.Invalid(field.NewPath(""), field.OmitValueType{}, err.Error())})
+	}
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Subdomain(u.GetName()) {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), u.GetName(), msg))
+	}
+	spec := field.NewPath("spec")
+	switch o := obj.(type) {
+	case *admissionv1.ValidatingAdmissionPolicy:
+		errs = append(errs, checkValidating(o, spec)...)
+	case *admissionv1.MutatingAdmissionPolicy:
+		errs = append(errs, checkMutating(o, spec)...)
+	case *admissionv1.ValidatingAdmissionPolicyBinding:
+		if o.Spec.PolicyName == "" {
+			errs = append(errs, field.Required(spec.Child("policyName"), ""))
+		}
+		if len(o.Spec.ValidationActions) == 0 {
+			errs = append(errs, field.Required(spec.Child("validationActions"), "at least one of Deny, Warn, Audit"))
+		}
+	case *admissionv1.MutatingAdmissionPolicyBinding:
+		if o.Spec.PolicyName == "" {
+			errs = append(errs, field.Required(spec.Child("policyName"), ""))
+		}
+	}
+	return invalid(u, errs)
+}
+
+func checkMatch(m *admissionv1.MatchResources, conds []admissionv1.MatchCondition, path *field.Path, c *plugincel.CompositedCompiler, opts plugincel.OptionalVariableDeclarations) field.ErrorList {
+	var errs field.ErrorList
+	if m == nil || len(m.ResourceRules) == 0 {
+		errs = append(errs, field.Required(path.Child("matchConstraints", "resourceRules"), ""))
+	}
+	for i, mc := range conds {
+		p := path.Child("matchConditions").Index(i)
+		for _, msg := range validation.IsQualifiedName(mc.Name) {
+			errs = append(errs, field.Invalid(p.Child("name"), mc.Name, msg))
+		}
+		errs = append(errs, compiled(c, (*matchconditions.MatchCondition)(&mc), opts, p.Child("expression"))...)
+	}
+	return errs
+}
+
+func checkVariables(vars []admissionv1.Variable, path *field.Path, c *plugincel.CompositedCompiler, opts plugincel.OptionalVariableDeclarations) field.ErrorList {
+	var errs field.ErrorList
+	for i, v := range vars {
+		res := c.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, opts, environment.StoredExpressions)
+		if res.Error != nil {
+			errs = append(errs, field.Invalid(path.Child("variables").Index(i).Child("expression"), v.Expression, res.Error.Detail))
+		}
+	}
+	return errs
+}
+
+func checkValidating(p *admissionv1.ValidatingAdmissionPolicy, path *field.Path) field.ErrorList {
+	c, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	if err != nil {
+		return field.ErrorList{field.InternalError(path, err)}
+	}
+	opts := plugincel.OptionalVariableDeclarations{HasParams: p.Spec.ParamKind != nil, HasAuthorizer: true}
+	errs := checkVariables(p.Spec.Variables, path, c, opts)
+	errs = append(errs, checkMatch(p.Spec.MatchConstraints, p.Spec.MatchConditions, path, c, opts)...)
+	if p.Spec.FailurePolicy == nil {
+		errs = append(errs, field.Required(path.Child("failurePolicy"), "Poolsmith states it"))
+	}
+	if len(p.Spec.Validations) == 0 {
+		errs = append(errs, field.Required(path.Child("validations"), ""))
+	}
+	for i, v := range p.Spec.Validations {
+		vp := path.Child("validations").Index(i)
+		errs = append(errs, compiled(c, &validating.ValidationCondition{Expression: v.Expression}, opts, vp.Child("expression"))...)
+		if v.MessageExpression != "" {
+			mopts := opts
+			mopts.HasAuthorizer = false
+			errs = append(errs, compiled(c, &validating.MessageExpressionCondition{MessageExpression: v.MessageExpression}, mopts, vp.Child("messageExpression"))...)
+		}
+	}
+	return errs
+}
+
+func checkMutating(p *admissionv1.MutatingAdmissionPolicy, path *field.Path) field.ErrorList {
+	c, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	if err != nil {
+		return field.ErrorList{field.InternalError(path, err)}
+	}
+	opts := plugincel.OptionalVariableDeclarations{HasParams: p.Spec.ParamKind != nil, HasAuthorizer: true}
+	errs := checkVariables(p.Spec.Variables, path, c, opts)
+	errs = append(errs, checkMatch(p.Spec.MatchConstraints, p.Spec.MatchConditions, path, c, opts)...)
+	if len(p.Spec.Mutations) == 0 {
+		errs = append(errs, field.Required(path.Child("mutations"), ""))
+	}
+	popts := opts
+	popts.HasPatchTypes = true
+	for i, m := range p.Spec.Mutations {
+		mp := path.Child("mutations").Index(i)
+		switch {
+		case m.PatchType == admissionv1.PatchTypeJSONPatch && m.JSONPatch != nil:
+			errs = append(errs, compiled(c, &patch.JSONPatchCondition{Expression: m.JSONPatch.Expression}, popts, mp.Child("jsonPatch", "expression"))...)
+		case m.PatchType == admissionv1.PatchTypeApplyConfiguration && m.ApplyConfiguration != nil:
+			errs = append(errs, compiled(c, &patch.ApplyConfigurationCondition{Expression: m.ApplyConfiguration.Expression}, popts, mp.Child("applyConfiguration", "expression"))...)
+		default:
+			errs = append(errs, field.Invalid(mp.Child("patchType"), m.PatchType, "JSONPatch with jsonPatch, or ApplyConfiguration with applyConfiguration"))
+		}
+	}
+	return errs
+}
+
+// compiled reports a compile error the way the API server refuses the policy for it.
+func compiled(c *plugincel.CompositedCompiler, expr plugincel.ExpressionAccessor, opts plugincel.OptionalVariableDeclarations, path *field.Path) field.ErrorList {
+	if res := c.CompileCELExpression(expr, opts, environment.StoredExpressions); res.Error != nil {
+		return field.ErrorList{field.Invalid(path, expr.GetExpression(), res.Error.Detail)}
+	}
+	return nil
+}
+
+// Judgement is what a ValidatingAdmissionPolicy decides about one object, and what the
+// deciding cost in CEL's units.
+type Judgement struct {
+	// Matched is false when a match condition let the object through unjudged.
+	Matched bool
+	// Allowed is true when every validation holds.
+	Allowed bool
+	// Cost is the CEL cost of the match conditions (which have a budget of their own),
+	// the variables and the validations; Budget is the API server's per-evaluation budget
+	// of the validations.
+	Cost   int64
+	Budget int64
+}
+
+// Judge evaluates a ValidatingAdmissionPolicy's match conditions and validations on a
+// create of obj in namespace ns, with the API server's compiler, cost model and budget. An
+// evaluation error (running out of budget included) is returned.
+func Judge(p *admissionv1.ValidatingAdmissionPolicy, obj *unstructured.Unstructured, ns *corev1.Namespace) (Judgement, error) {
+	j := Judgement{Budget: celconfig.RuntimeCELCostBudget}
+	c, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	if err != nil {
+		return j, err
+	}
+	opts := plugincel.OptionalVariableDeclarations{HasAuthorizer: true}
+	c.CompileAndStoreVariables(convertVariables(p.Spec.Variables), opts, environment.StoredExpressions)
+	var conds []plugincel.ExpressionAccessor
+	for i := range p.Spec.MatchConditions {
+		conds = append(conds, (*matchconditions.MatchCondition)(&p.Spec.MatchConditions[i]))
+	}
+	var vals []plugincel.ExpressionAccessor
+	for _, v := range p.Spec.Validations {
+		vals = append(vals, &validating.ValidationCondition{Expression: v.Expression})
+	}
+	gvk := obj.GroupVersionKind()
+	gvr := schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: "pods"}
+	attr := admission.NewAttributesRecord(obj, nil, gvk, obj.GetNamespace(), obj.GetName(), gvr, "", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "judge"})
+	va := &admission.VersionedAttributes{Attributes: attr, VersionedKind: gvk, VersionedObject: admission.NewLazyObject(obj)}
+	req := plugincel.CreateAdmissionRequest(attr, metav1.GroupVersionResource(gvr), metav1.GroupVersionKind(gvk))
+	remaining := j.Budget
+	for _, group := range []struct {
+		exprs []plugincel.ExpressionAccessor
+		match bool
+	}{{conds, true}, {vals, false}} {
+		if len(group.exprs) == 0 {
+			continue
+		}
+		// As the API server: match conditions see no namespaceObject and have a budget of
+		// their own.
+		namespace, budget := ns, remaining
+		if group.match {
+			namespace, budget = nil, celconfig.RuntimeCELCostBudgetMatchConditions
+		}
+		results, left, err := c.CompileCondition(group.exprs, opts, environment.StoredExpressions).ForInput(context.Background(), va, req, plugincel.OptionalVariableBindings{}, namespace, budget)
+		j.Cost += budget - left
+		if group.match {
+			left = remaining
+		}
+		remaining = left
+		if err != nil {
+			return j, err
+		}
+		ok := true
+		for _, r := range results {
+			if r.Error != nil {
+				return j, r.Error
+			}
+			if b, isBool := r.EvalResult.Value().(bool); !isBool || !b {
+				ok = false
+			}
+		}
+		if group.match {
+			j.Matched = ok
+			if !ok {
+				return j, nil
+			}
+		} else {
+			j.Allowed = ok
+		}
+	}
+	return j, nil
+}
+
+func convertVariables(vars []admissionv1.Variable) []plugincel.NamedExpressionAccessor {
+	out := make([]plugincel.NamedExpressionAccessor, len(vars))
+	for i, v := range vars {
+		out[i] = &validating.Variable{Name: v.Name, Expression: v.Expression}
+	}
+	return out
+}
