@@ -18,6 +18,9 @@ GINKGO_VERSION = $(shell GOTOOLCHAIN=$(GOTOOLCHAIN) go list -m -f '{{.Version}}'
 FUZZTIME ?= 60s
 # Extra flags for go test, e.g. TESTFLAGS='-run TestRender -v'.
 TESTFLAGS ?=
+# Time cap of each end-to-end test binary (go test -timeout); the suite takes about 10
+# minutes on 2 shared cores.
+E2E_TIMEOUT ?= 20m
 
 .PHONY: all
 all: build
@@ -63,6 +66,11 @@ verify: manifests generate catalog fmt ## Regenerate everything and fail if the 
 test: manifests generate fmt vet envtest helm ## Run every test against a real kube-apiserver and etcd.
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh 2>/dev/null)" HELM=$(HELM) go test -timeout 20m ./... $(TESTFLAGS)
 
+.PHONY: e2e
+e2e: envtest ## Run the end-to-end suite: real Karpenter, scheduler and controller manager on a simulated EC2.
+	go vet -tags e2e ./test/e2e/ ./internal/demo/
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh 2>/dev/null)" go test -tags e2e -p 1 -timeout $(E2E_TIMEOUT) ./test/e2e/ ./internal/demo/ $(TESTFLAGS)
+
 .PHONY: fuzz
 fuzz: envtest ## Run each fuzz target for FUZZTIME.
 	@for pkg in $$(go list ./...); do \
@@ -81,7 +89,7 @@ build: ## Build bin/poolsmith.
 	go build -o $(BIN)/poolsmith .
 
 .PHONY: demo
-demo: envtest ## Start a local control plane with Karpenter's CRDs and show Poolsmith at work.
+demo: envtest ## Run Poolsmith, Karpenter and the samples on a local cluster and show what Karpenter launched.
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh 2>/dev/null)" go run ./hack/demo
 
 # The manager image. The Dockerfile is the source of truth; IMG's tag defaults to the
@@ -96,7 +104,7 @@ docker-build: ## Build the manager image IMG with CONTAINER_TOOL (docker or podm
 ##@ Tools
 
 .PHONY: envtest
-envtest: ## Build kube-apiserver, etcd and kubectl from source into bin/k8s (once).
+envtest: ## Build kube-apiserver, etcd, kube-scheduler, kube-controller-manager and kubectl into bin/k8s (once).
 	@hack/envtest.sh >/dev/null
 
 .PHONY: controller-gen

@@ -1,14 +1,15 @@
-// Command demo is what `make demo` runs: it starts a real kube-apiserver and etcd (built
-// by hack/envtest.sh) with Poolsmith's and Karpenter's CRDs, runs the manager in-process,
-// applies config/samples/, waits until every class is Synced and prints the classes and
-// the NodePools they produced. DEMO_HOLD=1 keeps it running and prints a kubeconfig.
-// DEMO_LOG=1 shows the manager's logs.
+// Command demo is what `make demo` runs: it starts a local cluster (internal/localcluster:
+// kube-apiserver, etcd, kube-scheduler and kube-controller-manager built by
+// hack/envtest.sh, Karpenter v1.15.0 with its AWS provider on a simulated EC2 account, and
+// Poolsmith's manager), applies config/samples/, waits until Karpenter reports every class
+// Ready, runs config/samples/workloads/ and prints the classes, the NodePools and the nodes
+// Karpenter launched for the pods. DEMO_HOLD=1 keeps it running; DEMO_LOG_DIR names the
+// directory for the components' logs (a temporary one otherwise).
 package main
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -21,18 +22,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := demo.Run(ctx, os.Stdout, demo.Options{
-		SamplesDir: filepath.Join("config", "samples"),
-		Hold:       os.Getenv("DEMO_HOLD") == "1",
-		Log:        logWriter(),
+		SamplesDir:   filepath.Join("config", "samples"),
+		WorkloadsDir: filepath.Join("config", "samples", "workloads"),
+		Hold:         os.Getenv("DEMO_HOLD") == "1",
+		LogDir:       os.Getenv("DEMO_LOG_DIR"),
 	}); err != nil {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
 		os.Exit(1)
 	}
-}
-
-func logWriter() io.Writer {
-	if os.Getenv("DEMO_LOG") == "1" {
-		return os.Stderr
-	}
-	return nil
 }

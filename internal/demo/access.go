@@ -23,11 +23,12 @@ const restrictedClass = "gpu-ml"
 // ValidatingAdmissionPolicy), and prints the refusal.
 func showAccess(ctx context.Context, out io.Writer, c client.Client, mgrErr <-chan error, timeout time.Duration) error {
 	for _, ns := range []string{"ml", "web"} {
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		// The sample workloads may already have created namespace ml.
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
 			return err
 		}
-		// No controller-manager runs here to create the ServiceAccount pods need.
-		if err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}); err != nil {
+		// No serviceaccount controller runs here to create the ServiceAccount pods need.
+		if err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}); client.IgnoreAlreadyExists(err) != nil {
 			return err
 		}
 	}

@@ -1,7 +1,9 @@
-// Package demo runs Poolsmith's main job on an embedded control plane: a real
-// kube-apiserver and etcd with Poolsmith's and Karpenter's CRDs, the manager running
-// in-process, the samples applied, and a report of the classes and the NodePools they
-// produced. `make demo` and its smoke test call Run.
+// Package demo runs Poolsmith's whole loop on a local cluster (internal/localcluster):
+// a real kube-apiserver, etcd, kube-scheduler and kube-controller-manager, Karpenter
+// v1.15.0's operator and AWS provider on a simulated EC2 account, and Poolsmith's manager.
+// It applies the samples, waits until Karpenter reports every class Ready, creates the
+// sample workloads and prints the classes, the NodePools and the nodes Karpenter launched
+// for the pods, rung by rung. `make demo` and its smoke test call Run.
 package demo
 
 import (
@@ -15,17 +17,17 @@ import (
 	"text/tabwriter"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/fakeec2"
+	"github.com/poolsmith/poolsmith/internal/localcluster"
 	"github.com/poolsmith/poolsmith/internal/manifest"
-	"github.com/poolsmith/poolsmith/internal/operator"
 	"github.com/poolsmith/poolsmith/internal/testenv"
 )
 
@@ -35,126 +37,126 @@ const FieldManager = "poolsmith-demo"
 
 // Options configure Run.
 type Options struct {
-	// SamplesDir holds the manifests to apply.
+	// SamplesDir holds the Baseline and WorkloadClasses to apply (its files, not its
+	// subdirectories).
 	SamplesDir string
-	// Hold keeps the control plane running until ctx is done, and writes a kubeconfig.
+	// WorkloadsDir holds the workloads to run once the classes are Ready; none when empty.
+	WorkloadsDir string
+	// Hold keeps the cluster running until ctx is done.
 	Hold bool
-	// Timeout bounds the wait for every class to be Synced.
+	// Timeout bounds each wait: classes Ready, then workloads Running.
 	Timeout time.Duration
-	// Log receives the manager's logs; nil discards them.
-	Log io.Writer
+	// LogDir receives the components' logs; a temporary directory when empty.
+	LogDir string
 }
 
-// Run starts the control plane and the manager, applies the samples, waits until every
-// class is Synced and prints what Poolsmith generated.
+// Run starts the local cluster, applies the samples and the workloads and prints what
+// Poolsmith generated and what Karpenter launched.
 func Run(ctx context.Context, out io.Writer, opts Options) error {
 	if opts.Timeout == 0 {
-		opts.Timeout = time.Minute
+		opts.Timeout = 3 * time.Minute
 	}
-	logTo := opts.Log
-	if logTo == nil {
-		logTo = io.Discard
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(logTo)))
-
 	start := time.Now()
-	fmt.Fprintf(out, "Starting kube-apiserver and etcd from %s ...\n", os.Getenv("KUBEBUILDER_ASSETS"))
-	env, err := testenv.Start()
+	since := func() string { return time.Since(start).Round(100 * time.Millisecond).String() }
+	fmt.Fprintf(out, "Starting kube-apiserver, etcd, kube-scheduler and kube-controller-manager from %s,\n", os.Getenv("KUBEBUILDER_ASSETS"))
+	fmt.Fprintf(out, "Karpenter %s with its AWS provider on a simulated EC2 account, and Poolsmith's manager ...\n", karpenterVersion())
+	cluster, err := localcluster.Start(ctx, localcluster.Options{LogDir: opts.LogDir})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintf(out, "stopping the control plane: %v\n", err)
+		if err := cluster.Stop(); err != nil {
+			fmt.Fprintf(out, "stopping the cluster: %v\n", err)
 		}
 	}()
-	fmt.Fprintf(out, "Control plane up in %s, with Poolsmith's CRDs and Karpenter's (karpenter-provider-aws %s).\n",
-		time.Since(start).Round(100*time.Millisecond), karpenterVersion())
+	fmt.Fprintf(out, "Cluster up in %s (logs in %s). EC2 offers %d instance types in %s.\n",
+		since(), cluster.LogDir, len(cluster.Cloud.Types()), strings.Join(cluster.Cloud.Zones(), ", "))
 
-	mgrCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	mgr, err := operator.New(mgrCtx, env.Config, operator.Options{MetricsAddr: "0", ProbeAddr: "0", MaxConcurrentReconciles: 4})
+	classes, n, err := apply(ctx, cluster.Client, opts.SamplesDir)
 	if err != nil {
 		return err
 	}
-	mgrErr := make(chan error, 1)
-	go func() { mgrErr <- mgr.Start(mgrCtx) }()
-	fmt.Fprintln(out, "Poolsmith manager running in-process (leader election off).")
+	fmt.Fprintf(out, "Applied %d objects from %s; waiting for Karpenter to report %d WorkloadClasses Ready ...\n", n, opts.SamplesDir, len(classes))
+	if err := waitFor(ctx, opts.Timeout, cluster.ManagerErr(), func() []string { return notReady(ctx, cluster.Client, classes) }); err != nil {
+		return fmt.Errorf("waiting for the classes to be Ready: %w", err)
+	}
+	fmt.Fprintf(out, "All classes Ready %s after start.\n", since())
 
-	objs, err := manifest.Load([]string{opts.SamplesDir}, nil)
-	if err != nil {
-		return err
-	}
-	var classes []string
-	for _, o := range objs {
-		if err := env.Client.Patch(ctx, o.Unstructured, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying %s: %w", o.Where(), err)
+	if opts.WorkloadsDir != "" {
+		_, n, err := apply(ctx, cluster.Client, opts.WorkloadsDir)
+		if err != nil {
+			return err
 		}
-		if o.GetKind() == "WorkloadClass" {
-			classes = append(classes, o.GetName())
+		fmt.Fprintf(out, "Applied %d workloads from %s; waiting for their pods to run on nodes Karpenter launches ...\n", n, opts.WorkloadsDir)
+		if err := waitFor(ctx, opts.Timeout, cluster.ManagerErr(), func() []string { return notRunning(ctx, cluster.Client) }); err != nil {
+			return fmt.Errorf("waiting for the workloads' pods to run: %w", err)
 		}
+		fmt.Fprintf(out, "Every pod Running %s after start.\n", since())
 	}
-	fmt.Fprintf(out, "Applied %d objects from %s; waiting for %d WorkloadClasses to be Synced ...\n\n", len(objs), opts.SamplesDir, len(classes))
-
-	waitCtx, cancel := context.WithTimeout(ctx, opts.Timeout)
-	defer cancel()
-	if err := waitSynced(waitCtx, env.Client, classes, mgrErr); err != nil {
+	fmt.Fprintln(out)
+	if err := printTables(ctx, out, cluster); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "All classes Synced %s after start.\n\n", time.Since(start).Round(100*time.Millisecond))
-	if err := printTables(ctx, out, env.Client); err != nil {
-		return err
-	}
-	fmt.Fprintln(out, "\nReady stays Unknown (AwaitingKarpenter): no Karpenter runs on this control plane to report on the children.")
-	if err := showAccess(ctx, out, env.Client, mgrErr, opts.Timeout); err != nil {
+	if err := showAccess(ctx, out, cluster.Client, cluster.ManagerErr(), opts.Timeout); err != nil {
 		return err
 	}
 
 	if !opts.Hold {
 		return nil
 	}
-	kubeconfig, err := writeKubeconfig(env.Environment)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "\nDEMO_HOLD=1: the control plane and manager keep running until Ctrl-C. Try:\n  export KUBECONFIG=%s\n  %s get workloadclasses\n",
-		kubeconfig, filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"))
+	fmt.Fprintf(out, "\nDEMO_HOLD=1: everything keeps running until Ctrl-C. Try:\n  export KUBECONFIG=%s\n  %s get workloadclasses,nodepools,nodeclaims,nodes\n",
+		cluster.Kubeconfig, filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"))
 	select {
 	case <-ctx.Done():
 		return nil
-	case err := <-mgrErr:
+	case err := <-cluster.ManagerErr():
 		return fmt.Errorf("manager stopped: %w", err)
 	}
 }
 
-// waitSynced polls until every class is Synced=True for its current generation, and says
-// which are not when it gives up.
-func waitSynced(ctx context.Context, c client.Client, classes []string, mgrErr <-chan error) error {
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		var pending []string
-		for _, name := range classes {
-			wc := &v1alpha1.WorkloadClass{}
-			if err := c.Get(ctx, client.ObjectKey{Name: name}, wc); err != nil {
-				pending = append(pending, fmt.Sprintf("%s (%v)", name, err))
-				continue
-			}
-			cond := meta.FindStatusCondition(wc.Status.Conditions, v1alpha1.ConditionSynced)
-			if cond == nil || cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != wc.Generation {
-				msg := "not reconciled yet"
-				if cond != nil {
-					msg = fmt.Sprintf("Synced=%s %s: %s", cond.Status, cond.Reason, cond.Message)
-				}
-				pending = append(pending, fmt.Sprintf("%s (%s)", name, msg))
+// apply server-side applies every object of dir's files, creating the namespaces they
+// name, and returns the WorkloadClasses' names and the number of objects.
+func apply(ctx context.Context, c client.Client, dir string) ([]string, int, error) {
+	objs, err := manifest.Load([]string{dir}, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	var classes []string
+	for _, o := range objs {
+		if namespaced, err := c.IsObjectNamespaced(o.Unstructured); err == nil && namespaced && o.GetNamespace() == "" {
+			o.SetNamespace(metav1.NamespaceDefault)
+		}
+		if ns := o.GetNamespace(); ns != "" {
+			err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return nil, 0, fmt.Errorf("creating namespace %s for %s: %w", ns, o.Where(), err)
 			}
 		}
-		if len(pending) == 0 {
+		if err := c.Patch(ctx, o.Unstructured, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+			return nil, 0, fmt.Errorf("applying %s: %w", o.Where(), err)
+		}
+		if o.GetKind() == "WorkloadClass" {
+			classes = append(classes, o.GetName())
+		}
+	}
+	return classes, len(objs), nil
+}
+
+// waitFor polls pending until it returns nothing, and says what is still pending when
+// it gives up.
+func waitFor(ctx context.Context, timeout time.Duration, mgrErr <-chan error, pending func() []string) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		left := pending()
+		if len(left) == 0 {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("gave up waiting for classes to be Synced: %s", strings.Join(pending, "; "))
+			return fmt.Errorf("gave up after %s: %s", timeout, strings.Join(left, "; "))
 		case err := <-mgrErr:
 			return fmt.Errorf("manager stopped: %v", err)
 		case <-tick.C:
@@ -162,16 +164,61 @@ func waitSynced(ctx context.Context, c client.Client, classes []string, mgrErr <
 	}
 }
 
-func printTables(ctx context.Context, out io.Writer, c client.Client) error {
+// notReady names the classes that are not Ready=True for their current generation.
+func notReady(ctx context.Context, c client.Client, classes []string) []string {
+	var pending []string
+	for _, name := range classes {
+		wc := &v1alpha1.WorkloadClass{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, wc); err != nil {
+			pending = append(pending, fmt.Sprintf("%s (%v)", name, err))
+			continue
+		}
+		cond := meta.FindStatusCondition(wc.Status.Conditions, v1alpha1.ConditionReady)
+		if cond == nil || cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != wc.Generation {
+			msg := "not reconciled yet"
+			if cond != nil {
+				msg = fmt.Sprintf("Ready=%s %s: %s", cond.Status, cond.Reason, cond.Message)
+			}
+			pending = append(pending, fmt.Sprintf("%s (%s)", name, msg))
+		}
+	}
+	return pending
+}
+
+// notRunning names the pods that do not run yet.
+func notRunning(ctx context.Context, c client.Client) []string {
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods); err != nil {
+		return []string{err.Error()}
+	}
+	var pending []string
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodRunning {
+			pending = append(pending, fmt.Sprintf("%s/%s (%s)", p.Namespace, p.Name, p.Status.Phase))
+		}
+	}
+	if len(pods.Items) == 0 {
+		pending = append(pending, "no pods yet")
+	}
+	return pending
+}
+
+func printTables(ctx context.Context, out io.Writer, cluster *localcluster.Cluster) error {
+	c := cluster.Client
 	classes := &v1alpha1.WorkloadClassList{}
 	if err := c.List(ctx, classes); err != nil {
 		return err
 	}
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "WORKLOADCLASS\tSYNCED\tREADY\tPROFILE\tPOOLS\tEC2NODECLASS")
+	fmt.Fprintln(w, "WORKLOADCLASS\tSYNCED\tREADY\tREASON\tPROFILE\tPOOLS\tEC2NODECLASS")
 	for _, wc := range classes.Items {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\n", wc.Name, conditionStatus(wc, v1alpha1.ConditionSynced), conditionStatus(wc, v1alpha1.ConditionReady),
-			wc.Status.Profile, wc.Status.PoolCount, wc.Status.NodeClass)
+		ready := meta.FindStatusCondition(wc.Status.Conditions, v1alpha1.ConditionReady)
+		reason := "-"
+		if ready != nil {
+			reason = ready.Reason
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", wc.Name, conditionStatus(wc, v1alpha1.ConditionSynced), conditionStatus(wc, v1alpha1.ConditionReady),
+			reason, wc.Status.Profile, wc.Status.PoolCount, wc.Status.NodeClass)
 	}
 	if err := w.Flush(); err != nil {
 		return err
@@ -190,13 +237,66 @@ func printTables(ctx context.Context, out io.Writer, c client.Client) error {
 	})
 	fmt.Fprintln(out)
 	w = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "NODEPOOL\tCLASS\tWEIGHT\tCAPACITY\tARCH\tSLICE\tEXPIRE\tLIMITS")
+	fmt.Fprintln(w, "NODEPOOL\tCLASS\tWEIGHT\tCAPACITY\tARCH\tSLICE\tREADY\tNODES\tLIMITS")
 	for _, np := range pools.Items {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", np.Name, np.Labels[v1alpha1.LabelClass], *np.Spec.Weight,
-			requirement(np, karpv1.CapacityTypeLabelKey), requirement(np, "kubernetes.io/arch"), slice(np),
-			np.Spec.Template.Spec.ExpireAfter.String(), limits(np))
+		nodes := "0"
+		if np.Status.Nodes != nil {
+			nodes = fmt.Sprint(*np.Status.Nodes)
+		}
+		ready := "Unknown"
+		if cond := np.StatusConditions().Root(); cond != nil {
+			ready = string(cond.Status)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", np.Name, np.Labels[v1alpha1.LabelClass], *np.Spec.Weight,
+			requirement(np, karpv1.CapacityTypeLabelKey), requirement(np, corev1.LabelArchStable), slice(np), ready, nodes, limits(np))
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return printNodes(ctx, out, cluster)
+}
+
+// printNodes lists the NodeClaims Karpenter launched, by class and rung, with the price
+// the simulated account charges and the pods on each node.
+func printNodes(ctx context.Context, out io.Writer, cluster *localcluster.Cluster) error {
+	claims := &karpv1.NodeClaimList{}
+	if err := cluster.Client.List(ctx, claims); err != nil {
+		return err
+	}
+	pods := &corev1.PodList{}
+	if err := cluster.Client.List(ctx, pods); err != nil {
+		return err
+	}
+	perNode := map[string]int{}
+	for _, p := range pods.Items {
+		perNode[p.Spec.NodeName]++
+	}
+	sort.Slice(claims.Items, func(i, j int) bool {
+		a, b := claims.Items[i].Labels, claims.Items[j].Labels
+		if a[v1alpha1.LabelClass] != b[v1alpha1.LabelClass] {
+			return a[v1alpha1.LabelClass] < b[v1alpha1.LabelClass]
+		}
+		if a[v1alpha1.LabelRung] != b[v1alpha1.LabelRung] {
+			return a[v1alpha1.LabelRung] < b[v1alpha1.LabelRung]
+		}
+		return claims.Items[i].Name < claims.Items[j].Name
+	})
+	fmt.Fprintf(out, "\nNodes Karpenter launched (%d):\n", len(claims.Items))
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "CLASS\tRUNG\tNODECLAIM\tTYPE\tZONE\tCAPACITY\tPRICE/H\tNODE\tPODS")
+	var total float64
+	for _, nc := range claims.Items {
+		l := nc.Labels
+		price, _ := cluster.Cloud.Price(fakeec2.Pool{InstanceType: l[corev1.LabelInstanceTypeStable], Zone: l[corev1.LabelTopologyZone], CapacityType: l[karpv1.CapacityTypeLabelKey]})
+		total += price
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t$%.4f\t%s\t%d\n", l[v1alpha1.LabelClass], l[v1alpha1.LabelRung], nc.Name, l[corev1.LabelInstanceTypeStable],
+			l[corev1.LabelTopologyZone], l[karpv1.CapacityTypeLabelKey], price, nc.Status.NodeName, perNode[nc.Status.NodeName])
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Total: $%.4f per hour.\n", total)
+	return nil
 }
 
 func conditionStatus(wc v1alpha1.WorkloadClass, typ string) string {
@@ -245,20 +345,4 @@ func karpenterVersion() string {
 	}
 	_, version, _ := strings.Cut(filepath.Base(dir), "@")
 	return version
-}
-
-func writeKubeconfig(env *envtest.Environment) (string, error) {
-	user, err := env.AddUser(envtest.User{Name: "demo", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return "", fmt.Errorf("adding a demo user: %w", err)
-	}
-	data, err := user.KubeConfig()
-	if err != nil {
-		return "", fmt.Errorf("writing a kubeconfig: %w", err)
-	}
-	path := filepath.Join(os.TempDir(), "poolsmith-demo.kubeconfig")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		return "", fmt.Errorf("writing %s: %w", path, err)
-	}
-	return path, nil
 }

@@ -3,6 +3,7 @@ package simulate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/karpenter/pkg/controllers/state"
 	"sigs.k8s.io/karpenter/pkg/events"
 	"sigs.k8s.io/karpenter/pkg/operator/options"
+	nodepoolutils "sigs.k8s.io/karpenter/pkg/utils/nodepool"
 
 	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/scheme"
@@ -84,6 +86,10 @@ func Run(ctx context.Context, nodePools []*karpv1.NodePool, pods []*corev1.Pod, 
 		return nil, fmt.Errorf("no zones to offer instances in")
 	}
 	its, facts := instanceTypes(opts.Catalog, opts.Region, opts.Zones, opts.Unavailable)
+	// Karpenter's provisioner tries NodePools by weight, not in the order it lists them;
+	// its scheduler takes them in the order given.
+	nodePools = slices.Clone(nodePools)
+	nodepoolutils.OrderByWeight(nodePools)
 	byPool := map[string][]*cloudprovider.InstanceType{}
 	for _, np := range nodePools {
 		byPool[np.Name] = its

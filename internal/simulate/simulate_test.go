@@ -265,3 +265,37 @@ func TestAdvisorSavingsPriceTheLaunch(t *testing.T) {
 		t.Errorf("without signals the price source is %q", plain.NodeClaims[0].PriceSource)
 	}
 }
+
+// Karpenter tries NodePools by weight whatever order they are listed in (a cluster lists
+// them by name): simulate must too.
+func TestRunTriesNodePoolsByWeightNotListOrder(t *testing.T) {
+	pool := func(name string, weight int32, arch string) *karpv1.NodePool {
+		return &karpv1.NodePool{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: karpv1.NodePoolSpec{Weight: &weight, Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
+				NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
+				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
+					{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{arch}},
+					{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeOnDemand}},
+				},
+			}}},
+		}
+	}
+	// By name, "a-amd64" comes first; by weight, "b-arm64".
+	pools := []*karpv1.NodePool{pool("a-amd64", 10, "amd64"), pool("b-arm64", 90, "arm64")}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "p"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+	}
+	res, err := simulate.Run(context.Background(), pools, []*corev1.Pod{pod}, simulate.Options{Region: "us-east-1", Zones: zones})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.NodeClaims) != 1 || res.NodeClaims[0].NodePool != "b-arm64" {
+		t.Fatalf("NodeClaims %+v, want one on the heavier b-arm64", res.NodeClaims)
+	}
+	if pools[0].Name != "a-amd64" {
+		t.Error("Run reordered the caller's slice")
+	}
+}

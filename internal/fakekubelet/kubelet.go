@@ -1,0 +1,212 @@
+package fakekubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+)
+
+// Annotation marks the nodes this kubelet registered.
+const Annotation = "poolsmith.dev/simulated-node"
+
+// KubeletVersion is what the registered nodes report.
+const KubeletVersion = "v1.37.2"
+
+// Kubelet registers and runs the nodes of launched NodeClaims.
+type Kubelet struct {
+	Client client.Client
+	// Interval between passes; 500ms when zero.
+	Interval time.Duration
+	Log      logr.Logger
+}
+
+// Run makes a pass every Interval until ctx is done.
+func (k *Kubelet) Run(ctx context.Context) {
+	interval := k.Interval
+	if interval == 0 {
+		interval = 500 * time.Millisecond
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := k.Sync(ctx); err != nil && ctx.Err() == nil {
+			k.Log.Info("kubelet stand-in pass failed; retrying", "error", err.Error())
+		}
+	}
+}
+
+// Sync makes one pass: register nodes, make them ready, run and finish pods.
+func (k *Kubelet) Sync(ctx context.Context) error {
+	claims := &karpv1.NodeClaimList{}
+	if err := k.Client.List(ctx, claims); err != nil {
+		return fmt.Errorf("listing NodeClaims: %w", err)
+	}
+	nodes := &corev1.NodeList{}
+	if err := k.Client.List(ctx, nodes); err != nil {
+		return fmt.Errorf("listing Nodes: %w", err)
+	}
+	byProviderID := map[string]bool{}
+	ours := map[string]bool{}
+	for _, n := range nodes.Items {
+		byProviderID[n.Spec.ProviderID] = true
+		if n.Annotations[Annotation] == "true" {
+			ours[n.Name] = true
+		}
+	}
+	var errs []error
+	for i := range claims.Items {
+		nc := &claims.Items[i]
+		if nc.Status.ProviderID == "" || !nc.DeletionTimestamp.IsZero() || byProviderID[nc.Status.ProviderID] {
+			continue
+		}
+		name, err := k.register(ctx, nc)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ours[name] = true
+	}
+	for i := range nodes.Items {
+		if n := &nodes.Items[i]; ours[n.Name] && n.DeletionTimestamp.IsZero() {
+			errs = append(errs, k.untaint(ctx, n, claims.Items))
+		}
+	}
+	errs = append(errs, k.runPods(ctx, ours, nodes.Items))
+	return errors.Join(errs...)
+}
+
+// register creates the Node a kubelet would register for nc and reports it Ready.
+func (k *Kubelet) register(ctx context.Context, nc *karpv1.NodeClaim) (string, error) {
+	id := nc.Status.ProviderID[strings.LastIndex(nc.Status.ProviderID, "/")+1:]
+	name := "ip-" + strings.ToLower(id) + ".ec2.internal"
+	labels := map[string]string{}
+	for key, value := range nc.Labels {
+		labels[key] = value
+	}
+	labels[corev1.LabelHostname] = name
+	taints := []corev1.Taint{karpv1.UnregisteredNoExecuteTaint}
+	taints = append(taints, nc.Spec.Taints...)
+	taints = append(taints, nc.Spec.StartupTaints...)
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{Annotation: "true"}},
+		Spec:       corev1.NodeSpec{ProviderID: nc.Status.ProviderID, Taints: taints},
+	}
+	if err := k.Client.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("registering Node %s for NodeClaim %s: %w", name, nc.Name, err)
+	}
+	now := metav1.Now()
+	node.Status = corev1.NodeStatus{
+		Capacity:    nc.Status.Capacity,
+		Allocatable: nc.Status.Allocatable,
+		Phase:       corev1.NodeRunning,
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			Message: "kubelet stand-in is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now}},
+		NodeInfo:  corev1.NodeSystemInfo{Architecture: labels[corev1.LabelArchStable], OperatingSystem: "linux", KubeletVersion: KubeletVersion},
+		Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}},
+	}
+	if err := k.Client.Status().Update(ctx, node); err != nil {
+		return "", fmt.Errorf("reporting Node %s Ready: %w", name, err)
+	}
+	k.Log.V(1).Info("registered node", "node", name, "nodeclaim", nc.Name, "instance-type", nc.Labels[corev1.LabelInstanceTypeStable])
+	return name, nil
+}
+
+// untaint removes the not-ready taint from a Ready node and, once Karpenter has
+// registered it, the NodeClaim's startup taints.
+func (k *Kubelet) untaint(ctx context.Context, n *corev1.Node, claims []karpv1.NodeClaim) error {
+	ready := false
+	for _, c := range n.Status.Conditions {
+		ready = ready || c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+	}
+	if !ready {
+		return nil
+	}
+	startup := map[string]bool{}
+	if n.Labels[karpv1.NodeRegisteredLabelKey] == "true" {
+		for _, nc := range claims {
+			if nc.Status.ProviderID == n.Spec.ProviderID {
+				for _, t := range nc.Spec.StartupTaints {
+					startup[t.Key+"/"+string(t.Effect)] = true
+				}
+			}
+		}
+	}
+	var keep []corev1.Taint
+	for _, t := range n.Spec.Taints {
+		if t.Key != corev1.TaintNodeNotReady && !startup[t.Key+"/"+string(t.Effect)] {
+			keep = append(keep, t)
+		}
+	}
+	if len(keep) == len(n.Spec.Taints) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(n.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	n.Spec.Taints = keep
+	if err := k.Client.Patch(ctx, n, patch); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("removing not-ready and startup taints from Node %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// runPods starts pods bound to this kubelet's nodes and finishes those terminating on
+// them or left on nodes that are gone.
+func (k *Kubelet) runPods(ctx context.Context, ours map[string]bool, nodes []corev1.Node) error {
+	exists := map[string]bool{}
+	for _, n := range nodes {
+		exists[n.Name] = true
+	}
+	pods := &corev1.PodList{}
+	if err := k.Client.List(ctx, pods); err != nil {
+		return fmt.Errorf("listing Pods: %w", err)
+	}
+	var errs []error
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName == "" || exists[p.Spec.NodeName] && !ours[p.Spec.NodeName] {
+			continue
+		}
+		if !p.DeletionTimestamp.IsZero() || !exists[p.Spec.NodeName] {
+			if err := k.Client.Delete(ctx, p, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, fmt.Errorf("finishing Pod %s/%s: %w", p.Namespace, p.Name, err))
+			}
+			continue
+		}
+		if p.Status.Phase != corev1.PodPending {
+			continue
+		}
+		now := metav1.Now()
+		p.Status.Phase = corev1.PodRunning
+		p.Status.StartTime = &now
+		for _, t := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
+			setPodCondition(p, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now})
+		}
+		if err := k.Client.Status().Update(ctx, p); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("reporting Pod %s/%s Running: %w", p.Namespace, p.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func setPodCondition(p *corev1.Pod, c corev1.PodCondition) {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == c.Type {
+			p.Status.Conditions[i] = c
+			return
+		}
+	}
+	p.Status.Conditions = append(p.Status.Conditions, c)
+}

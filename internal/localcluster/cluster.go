@@ -1,0 +1,217 @@
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/fakeec2"
+	"github.com/poolsmith/poolsmith/internal/fakekubelet"
+	"github.com/poolsmith/poolsmith/internal/operator"
+	"github.com/poolsmith/poolsmith/internal/testenv"
+)
+
+// DefaultTypes are the instance types the simulated account offers: enough families,
+// sizes and architectures for every sample class to have types on every rung (general,
+// ci, analytics with at least 64 GiB, gpu with g6 and g5), and few enough that
+// Karpenter's scheduling stays fast on two cores. t4g (generation 4) is in no sample
+// class, so tests that switch its capacity off leave the samples' offerings alone.
+var DefaultTypes = []string{
+	"t4g.large", "t4g.xlarge",
+	"c6g.large", "c7g.large", "c7g.xlarge", "c7g.2xlarge", "m7g.large", "m7g.xlarge", "m7g.2xlarge",
+	"r7g.large", "r7g.xlarge", "r7g.2xlarge", "x2gd.xlarge",
+	"c6i.large", "c7i.large", "c7i.xlarge", "c7i.2xlarge", "m6i.large", "m7i.large", "m7i.xlarge", "m7i.2xlarge",
+	"r7i.large", "r7i.xlarge", "r7i.2xlarge",
+	"g6.xlarge", "g6.2xlarge", "g6.12xlarge", "g5.xlarge", "g5.2xlarge", "g5.12xlarge",
+}
+
+// DefaultDiscoveryTags are the tags the seeded subnets and security group carry: the
+// sample Baseline's selectors.
+var DefaultDiscoveryTags = map[string]string{"karpenter.sh/discovery": "prod"}
+
+// ClusterName is the cluster name Karpenter tags instances with.
+const ClusterName = "poolsmith-local"
+
+// Options configure Start.
+type Options struct {
+	// Types offered by the simulated account; DefaultTypes when empty.
+	Types []string
+	// DiscoveryTags of the seeded subnets and security group; DefaultDiscoveryTags when nil.
+	DiscoveryTags map[string]string
+	// NodeOverlays turns on Karpenter's NodeOverlay feature gate and Poolsmith's overlays.
+	NodeOverlays bool
+	// LogDir receives kube-scheduler.log, kube-controller-manager.log and karpenter.log
+	// (Karpenter's and Poolsmith's logs); a new temporary directory when empty.
+	LogDir string
+	// KarpenterLogLevel is Karpenter's LOG_LEVEL; "info" when empty.
+	KarpenterLogLevel string
+}
+
+// Cluster is a running local cluster.
+type Cluster struct {
+	Env *testenv.Env
+	// Client talks to the API server directly (no cache).
+	Client client.Client
+	// Config is an admin REST config.
+	Config *rest.Config
+	// Cloud is the simulated EC2 account: switch capacity, read launches.
+	Cloud *fakeec2.Cloud
+	// Kubeconfig is the path of an admin kubeconfig.
+	Kubeconfig string
+	// LogDir holds the components' logs.
+	LogDir string
+
+	cancel    context.CancelFunc
+	done      sync.WaitGroup
+	mgrErr    chan error
+	processes []*process
+	logFile   *os.File
+}
+
+var started sync.Once
+
+// Start starts the control plane, kube-scheduler, kube-controller-manager, Karpenter on
+// the simulated account, the kubelet stand-in and Poolsmith's manager, which run until
+// ctx is done or Stop is called. It may be called once per process.
+func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+	first := false
+	started.Do(func() { first = true })
+	if !first {
+		return nil, errors.New("a local cluster was already started in this process: Karpenter's operator runs once per process")
+	}
+	if len(opts.Types) == 0 {
+		opts.Types = DefaultTypes
+	}
+	if opts.DiscoveryTags == nil {
+		opts.DiscoveryTags = DefaultDiscoveryTags
+	}
+	if opts.KarpenterLogLevel == "" {
+		opts.KarpenterLogLevel = "info"
+	}
+	if opts.LogDir == "" {
+		if opts.LogDir, err = os.MkdirTemp("", "poolsmith-localcluster-"); err != nil {
+			return nil, fmt.Errorf("creating a log directory: %w", err)
+		}
+	}
+	cat, err := catalog.Load()
+	if err != nil {
+		return nil, fmt.Errorf("loading the catalog: %w", err)
+	}
+	cloud, err := fakeec2.New(cat, fakeec2.Options{Types: opts.Types, DiscoveryTags: opts.DiscoveryTags})
+	if err != nil {
+		return nil, fmt.Errorf("seeding the simulated EC2 account: %w", err)
+	}
+
+	env, err := testenv.Start()
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	c = &Cluster{Env: env, Client: env.Client, Config: env.Config, Cloud: cloud, LogDir: opts.LogDir, cancel: cancel, mgrErr: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			_ = c.Stop()
+			c = nil
+		}
+	}()
+	if c.Kubeconfig, err = writeKubeconfig(env.Environment, opts.LogDir); err != nil {
+		return c, err
+	}
+	if c.logFile, err = os.Create(filepath.Join(opts.LogDir, "karpenter.log")); err != nil {
+		return c, fmt.Errorf("creating karpenter.log: %w", err)
+	}
+
+	for _, p := range []*process{
+		{name: "kube-scheduler", args: []string{"--kubeconfig=" + c.Kubeconfig, "--leader-elect=false", "--secure-port=0", "-v=1"}},
+		{name: "kube-controller-manager", args: []string{"--kubeconfig=" + c.Kubeconfig, "--leader-elect=false", "--secure-port=0",
+			// Not nodelifecycle: it would mark the kubelet-less nodes unreachable. The job
+			// controller runs the sample training Job.
+			"--controllers=garbagecollector,replicaset,deployment,disruption,job", "-v=1"}},
+	} {
+		if err := p.start(runCtx, opts.LogDir); err != nil {
+			return c, err
+		}
+		c.processes = append(c.processes, p)
+	}
+
+	karpenter, err := startKarpenter(runCtx, c, opts)
+	if err != nil {
+		return c, err
+	}
+	c.done.Go(func() { karpenter.Start(runCtx) })
+
+	// Karpenter has set the process's loggers; Poolsmith's manager logs beside it.
+	ctrl.SetLogger(zap.New(zap.WriteTo(c.logFile)))
+	kubelet := &fakekubelet.Kubelet{Client: env.Client, Log: ctrl.Log.WithName("kubelet-stand-in")}
+	c.done.Go(func() { kubelet.Run(runCtx) })
+
+	mgr, err := operator.New(runCtx, env.Config, operator.Options{
+		MetricsAddr: "0", ProbeAddr: "0", MaxConcurrentReconciles: 4, NodeOverlays: opts.NodeOverlays, Region: cloud.Region(),
+	})
+	if err != nil {
+		return c, err
+	}
+	c.done.Go(func() { c.mgrErr <- mgr.Start(runCtx) })
+	return c, nil
+}
+
+// ManagerErr reports Poolsmith's manager stopping.
+func (c *Cluster) ManagerErr() <-chan error { return c.mgrErr }
+
+// Stop stops every component and the control plane.
+func (c *Cluster) Stop() error {
+	c.cancel()
+	for _, p := range c.processes {
+		p.stop()
+	}
+	waited := make(chan struct{})
+	go func() { c.done.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(30 * time.Second):
+	}
+	err := c.Env.Stop()
+	if c.logFile != nil {
+		_ = c.logFile.Close()
+	}
+	return err
+}
+
+func writeKubeconfig(env *envtest.Environment, dir string) (string, error) {
+	user, err := env.AddUser(envtest.User{Name: "local-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", fmt.Errorf("adding an admin user: %w", err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("writing a kubeconfig: %w", err)
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// freePort asks the kernel for a port nothing listens on.
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("finding a free port: %w", err)
+	}
+	defer func() { _ = l.Close() }()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port), nil
+}

@@ -1,0 +1,322 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/manifest"
+	"github.com/poolsmith/poolsmith/internal/simulate"
+)
+
+// decision is one NodeClaim as Karpenter decided it (or simulate predicts it): the rung,
+// the capacity type, the zone when the NodeClaim pins one, the number of instance types
+// left to the launch, and the workloads of its pods; instanceType is the fleet's pick.
+type decision struct {
+	rung, capacityType, zone, instanceType string
+	allowed                                int
+	workloads                              map[string]int
+}
+
+var _ = Describe("poolsmith simulate", func() {
+	It("agrees with what Karpenter launches for the sample workloads", func() {
+		applySamples()
+		workloads, err := manifest.Load([]string{"../../config/samples/workloads"}, nil)
+		Expect(err).NotTo(HaveOccurred())
+		pending, err := simulate.Pods(workloads)
+		Expect(err).NotTo(HaveOccurred())
+		for _, o := range workloads {
+			if o.GetNamespace() == "" {
+				o.SetNamespace(namespace)
+			}
+			// No namespace controller runs: namespaces are created once and never deleted.
+			if err := cluster.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.GetNamespace()}}); err != nil {
+				Expect(apierrors.IsAlreadyExists(err)).To(BeTrue(), err.Error())
+			}
+			// simulate plans for pods that are pending together; Karpenter batches pods as
+			// they come. Gate the pods until every one exists, then release them at once.
+			Expect(unstructured.SetNestedSlice(o.Object, []any{map[string]any{"name": "e2e.poolsmith.dev/hold"}},
+				"spec", "template", "spec", "schedulingGates")).To(Succeed())
+			create(o.Unstructured)
+		}
+		var gated []corev1.Pod
+		Eventually(func(g Gomega) {
+			list := &corev1.PodList{}
+			g.Expect(cluster.Client.List(ctx, list)).To(Succeed())
+			gated = list.Items
+			g.Expect(gated).To(HaveLen(len(pending)))
+		}).Should(Succeed())
+		// Released in parallel, so the pods reach Karpenter within one batching window.
+		var released sync.WaitGroup
+		for i := range gated {
+			released.Go(func() {
+				defer GinkgoRecover()
+				patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"schedulingGates":null}}`))
+				Expect(cluster.Client.Patch(ctx, &gated[i], patch)).To(Succeed())
+			})
+		}
+		released.Wait()
+		Eventually(func(g Gomega) {
+			list := &corev1.PodList{}
+			g.Expect(cluster.Client.List(ctx, list)).To(Succeed())
+			running := 0
+			for _, p := range list.Items {
+				if p.Status.Phase == corev1.PodRunning {
+					running++
+				}
+			}
+			g.Expect(running).To(Equal(len(pending)))
+		}).WithTimeout(3 * time.Minute).Should(Succeed())
+
+		got := karpenterDecisions()
+		want := simulated(pending)
+		score := compare(want, got)
+		AddReportEntry("simulate vs Karpenter", score.String())
+		GinkgoWriter.Println(score.String())
+		// 100% when Karpenter takes the released pods in one batch. On a loaded machine it
+		// can still split them over two batches (one more NodeClaim on general-spot-arm64:
+		// 91.8% measured), which simulate, planning for pods pending at once, cannot model.
+		Expect(score.karpenter()).To(BeNumerically(">=", 0.90), "%s", score.String())
+	})
+})
+
+// applySamples applies config/samples, waits until Karpenter reports every class Ready,
+// and deletes them when the scenario ends.
+func applySamples() []string {
+	GinkgoHelper()
+	objs, err := manifest.Load([]string{"../../config/samples"}, nil)
+	Expect(err).NotTo(HaveOccurred())
+	var classes []string
+	var applied []client.Object
+	for _, o := range objs {
+		Expect(cluster.Client.Patch(ctx, o.Unstructured, client.Apply, client.FieldOwner("e2e"), client.ForceOwnership)).To(Succeed(), o.Where())
+		applied = append(applied, o.Unstructured)
+		if o.GetKind() == "WorkloadClass" {
+			classes = append(classes, o.GetName())
+		}
+	}
+	DeferCleanup(func() {
+		for i := len(applied) - 1; i >= 0; i-- {
+			remove(applied[i])
+		}
+	})
+	for _, name := range classes {
+		expectClassReady(name)
+	}
+	return classes
+}
+
+// karpenterDecisions reads what Karpenter launched for Poolsmith's classes.
+func karpenterDecisions() []decision {
+	GinkgoHelper()
+	claims := &karpv1.NodeClaimList{}
+	Expect(cluster.Client.List(ctx, claims, client.HasLabels{v1alpha1.LabelClass})).To(Succeed())
+	pods := &corev1.PodList{}
+	Expect(cluster.Client.List(ctx, pods)).To(Succeed())
+	var out []decision
+	for _, nc := range claims.Items {
+		d := decision{rung: nc.Labels[v1alpha1.LabelRung], capacityType: nc.Labels[karpv1.CapacityTypeLabelKey],
+			instanceType: nc.Labels[corev1.LabelInstanceTypeStable], workloads: map[string]int{}}
+		for _, r := range nc.Spec.Requirements {
+			switch {
+			case r.Key == corev1.LabelInstanceTypeStable && r.Operator == corev1.NodeSelectorOpIn:
+				d.allowed = len(r.Values)
+			case r.Key == corev1.LabelTopologyZone && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1:
+				d.zone = r.Values[0]
+			}
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" && p.Spec.NodeName == nc.Status.NodeName {
+				d.workloads[workloadOf(p.Namespace, p.Name)]++
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// simulated runs poolsmith simulate's engine on the live NodePools and the same pods,
+// with the catalog narrowed to the types the simulated account offers.
+func simulated(pods []*corev1.Pod) []decision {
+	GinkgoHelper()
+	list := &karpv1.NodePoolList{}
+	Expect(cluster.Client.List(ctx, list, client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue})).To(Succeed())
+	var pools []*karpv1.NodePool
+	for i := range list.Items {
+		pools = append(pools, &list.Items[i])
+	}
+	full, err := catalog.Load()
+	Expect(err).NotTo(HaveOccurred())
+	narrowed := &catalog.Catalog{Types: map[string]*catalog.InstanceType{}, Prices: full.Prices}
+	for _, t := range cluster.Cloud.Types() {
+		narrowed.Types[t.Name] = t
+	}
+	res, err := simulate.Run(ctx, pools, pods, simulate.Options{Region: cluster.Cloud.Region(), Zones: cluster.Cloud.Zones(), Catalog: narrowed})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(res.Unschedulable).To(BeEmpty())
+	var out []decision
+	for _, nc := range res.NodeClaims {
+		d := decision{rung: nc.NodePool, capacityType: nc.CapacityType, instanceType: nc.InstanceType, allowed: nc.Options, workloads: map[string]int{}}
+		if spread(pods, nc.Pods) {
+			d.zone = nc.Zone
+		}
+		for _, p := range nc.Pods {
+			ns, name, _ := strings.Cut(p, "/")
+			d.workloads[workloadOf(ns, name)]++
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// spread says whether any of the pods spreads over zones, the only case where Karpenter
+// pins a NodeClaim's zone.
+func spread(pods []*corev1.Pod, names []string) bool {
+	for _, p := range pods {
+		for _, n := range names {
+			if p.Namespace+"/"+p.Name == n && len(p.Spec.TopologySpreadConstraints) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// workloadOf is the workload a pod belongs to: the pod name less its generated suffixes.
+func workloadOf(ns, name string) string {
+	parts := strings.Split(name, "-")
+	switch {
+	case len(parts) >= 3 && len(parts[len(parts)-1]) == 5 && len(parts[len(parts)-2]) >= 9:
+		parts = parts[:len(parts)-2] // Deployment: <name>-<hash>-<suffix>
+	case len(parts) >= 2:
+		parts = parts[:len(parts)-1] // Job or simulate: <name>-<suffix or index>
+	}
+	return ns + "/" + strings.Join(parts, "-")
+}
+
+// agreement counts matching decisions per dimension.
+type agreement struct {
+	items   map[string][2]int // dimension -> matched, total
+	details []string
+}
+
+func (a *agreement) add(dim string, ok bool, detail string) {
+	v := a.items[dim]
+	v[1]++
+	if ok {
+		v[0]++
+	} else {
+		a.details = append(a.details, dim+": "+detail)
+	}
+	a.items[dim] = v
+}
+
+// karpenter is the share of Karpenter's own decisions simulate predicted: every
+// dimension but the fleet's instance pick.
+func (a *agreement) karpenter() float64 {
+	matched, total := 0, 0
+	for dim, v := range a.items {
+		if dim != "instance type (fleet)" {
+			matched, total = matched+v[0], total+v[1]
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	return float64(matched) / float64(total)
+}
+
+func (a *agreement) String() string {
+	dims := make([]string, 0, len(a.items))
+	for d := range a.items {
+		dims = append(dims, d)
+	}
+	sort.Strings(dims)
+	var b strings.Builder
+	fmt.Fprintf(&b, "simulate agrees with Karpenter on %.1f%% of Karpenter's decisions\n", 100*a.karpenter())
+	for _, d := range dims {
+		v := a.items[d]
+		fmt.Fprintf(&b, "  %-24s %3d/%-3d\n", d, v[0], v[1])
+	}
+	for _, d := range a.details {
+		fmt.Fprintf(&b, "  differs: %s\n", d)
+	}
+	return b.String()
+}
+
+// compare matches NodeClaims rung by rung (ordered by zone and pods) and scores each
+// dimension: NodeClaims per rung, capacity type, pinned zone, instance types allowed,
+// pod assignment (pods per workload and rung) and, apart, the fleet's instance pick.
+func compare(want, got []decision) *agreement {
+	a := &agreement{items: map[string][2]int{}}
+	byRung := func(ds []decision) map[string][]decision {
+		m := map[string][]decision{}
+		for _, d := range ds {
+			m[d.rung] = append(m[d.rung], d)
+		}
+		for _, list := range m {
+			sort.Slice(list, func(i, j int) bool {
+				if list[i].zone != list[j].zone {
+					return list[i].zone < list[j].zone
+				}
+				return fmt.Sprint(list[i].workloads) < fmt.Sprint(list[j].workloads)
+			})
+		}
+		return m
+	}
+	w, g := byRung(want), byRung(got)
+	rungs := map[string]bool{}
+	for r := range w {
+		rungs[r] = true
+	}
+	for r := range g {
+		rungs[r] = true
+	}
+	pods := map[[2]string][2]int{} // (workload, rung) -> simulate, karpenter
+	for r := range rungs {
+		a.add("NodeClaims per rung", len(w[r]) == len(g[r]), fmt.Sprintf("%s: simulate %d, Karpenter %d", r, len(w[r]), len(g[r])))
+		for i := 0; i < min(len(w[r]), len(g[r])); i++ {
+			s, k := w[r][i], g[r][i]
+			a.add("capacity type", s.capacityType == k.capacityType, fmt.Sprintf("%s: simulate %s, Karpenter %s", r, s.capacityType, k.capacityType))
+			a.add("zone (pinned)", s.zone == k.zone, fmt.Sprintf("%s: simulate %q, Karpenter %q", r, s.zone, k.zone))
+			a.add("instance types allowed", s.allowed == k.allowed, fmt.Sprintf("%s: simulate %d, Karpenter %d", r, s.allowed, k.allowed))
+			a.add("instance type (fleet)", s.instanceType == k.instanceType, fmt.Sprintf("%s: simulate %s, fleet %s", r, s.instanceType, k.instanceType))
+		}
+		for _, d := range w[r] {
+			for wl, n := range d.workloads {
+				v := pods[[2]string{wl, r}]
+				v[0] += n
+				pods[[2]string{wl, r}] = v
+			}
+		}
+		for _, d := range g[r] {
+			for wl, n := range d.workloads {
+				v := pods[[2]string{wl, r}]
+				v[1] += n
+				pods[[2]string{wl, r}] = v
+			}
+		}
+	}
+	for key, v := range pods {
+		for i := 0; i < max(v[0], v[1]); i++ {
+			a.add("pod assignment", i < min(v[0], v[1]), fmt.Sprintf("%s on %s: simulate %d pods, Karpenter %d", key[0], key[1], v[0], v[1]))
+		}
+	}
+	return a
+}
