@@ -109,14 +109,23 @@ func checkVariables(vars []admissionv1.Variable, path *field.Path, c *plugincel.
 	return errs
 }
 
-func checkValidating(p *admissionv1.ValidatingAdmissionPolicy, path *field.Path) field.ErrorList {
+// compileCommon compiles what both policy kinds share: variables, match constraints and
+// conditions. It returns the compiler the policy's own expressions compile with.
+func compileCommon(hasParams bool, vars []admissionv1.Variable, match *admissionv1.MatchResources, conds []admissionv1.MatchCondition, path *field.Path) (*plugincel.CompositedCompiler, plugincel.OptionalVariableDeclarations, field.ErrorList) {
+	opts := plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true}
 	c, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
 	if err != nil {
-		return field.ErrorList{field.InternalError(path, err)}
+		return nil, opts, field.ErrorList{field.InternalError(path, err)}
 	}
-	opts := plugincel.OptionalVariableDeclarations{HasParams: p.Spec.ParamKind != nil, HasAuthorizer: true}
-	errs := checkVariables(p.Spec.Variables, path, c, opts)
-	errs = append(errs, checkMatch(p.Spec.MatchConstraints, p.Spec.MatchConditions, path, c, opts)...)
+	errs := checkVariables(vars, path, c, opts)
+	return c, opts, append(errs, checkMatch(match, conds, path, c, opts)...)
+}
+
+func checkValidating(p *admissionv1.ValidatingAdmissionPolicy, path *field.Path) field.ErrorList {
+	c, opts, errs := compileCommon(p.Spec.ParamKind != nil, p.Spec.Variables, p.Spec.MatchConstraints, p.Spec.MatchConditions, path)
+	if c == nil {
+		return errs
+	}
 	if p.Spec.FailurePolicy == nil {
 		errs = append(errs, field.Required(path.Child("failurePolicy"), "Poolsmith states it"))
 	}
@@ -136,13 +145,10 @@ func checkValidating(p *admissionv1.ValidatingAdmissionPolicy, path *field.Path)
 }
 
 func checkMutating(p *admissionv1.MutatingAdmissionPolicy, path *field.Path) field.ErrorList {
-	c, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
-	if err != nil {
-		return field.ErrorList{field.InternalError(path, err)}
+	c, opts, errs := compileCommon(p.Spec.ParamKind != nil, p.Spec.Variables, p.Spec.MatchConstraints, p.Spec.MatchConditions, path)
+	if c == nil {
+		return errs
 	}
-	opts := plugincel.OptionalVariableDeclarations{HasParams: p.Spec.ParamKind != nil, HasAuthorizer: true}
-	errs := checkVariables(p.Spec.Variables, path, c, opts)
-	errs = append(errs, checkMatch(p.Spec.MatchConstraints, p.Spec.MatchConditions, path, c, opts)...)
 	if len(p.Spec.Mutations) == 0 {
 		errs = append(errs, field.Required(path.Child("mutations"), ""))
 	}
