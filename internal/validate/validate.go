@@ -279,9 +279,11 @@ func Causes(err error) []string {
 	return out
 }
 
-// Object is a typed object's JSON form, through encoding/json (runtime's unstructured
-// converter would turn a Karpenter NillableDuration into base64 bytes).
-func Object(obj any) (map[string]any, error) {
+// Normalize is a typed object's or a document's JSON form, a deep copy, through
+// encoding/json (runtime's unstructured converter would turn a Karpenter NillableDuration
+// into base64 bytes), with numbers decoded as the API server decodes them (int64 where
+// integral), so documents from different sources compare equal.
+func Normalize(obj any) (map[string]any, error) {
 	b, err := json.Marshal(obj)
 	if err != nil {
 		return nil, fmt.Errorf("marshalling %T: %w", obj, err)
@@ -291,10 +293,4 @@ func Object(obj any) (map[string]any, error) {
 		return nil, err
 	}
 	return doc, nil
-}
-
-// Normalize is a deep copy of doc with numbers decoded as the API server decodes them
-// (int64 where integral), so documents from different sources compare equal.
-func Normalize(doc map[string]any) (map[string]any, error) {
-	return Object(doc)
 }
