@@ -65,12 +65,13 @@ func (c Cluster) Children(ctx context.Context, wc *v1alpha1.WorkloadClass) (plan
 		}
 		live.NodeOverlays = controlledBy(overlays.Items, wc)
 	}
-	ncs := &awsv1.EC2NodeClassList{}
-	if err := c.Cached.List(ctx, ncs, owned); err != nil {
-		return live, fmt.Errorf("listing EC2NodeClasses of WorkloadClass %s: %w", wc.Name, err)
-	}
-	if nc, ok := controlledBy(ncs.Items, wc)[wc.Name]; ok {
+	// The EC2NodeClass is named after the class: a get, not a list of every class's.
+	nc := &awsv1.EC2NodeClass{}
+	switch err := c.Cached.Get(ctx, client.ObjectKey{Name: wc.Name}, nc); {
+	case err == nil && metav1.IsControlledBy(nc, wc):
 		live.NodeClass = nc
+	case err != nil && !apierrors.IsNotFound(err):
+		return live, fmt.Errorf("getting EC2NodeClass %s: %w", wc.Name, err)
 	}
 	live.Policies = map[string]client.Object{}
 	if c.NoAccessPolicies {
@@ -242,21 +243,31 @@ func (c Cluster) Plan(ctx context.Context, wc *v1alpha1.WorkloadClass, baseline 
 	if err != nil {
 		return nil, err
 	}
+	// verify asks the API server about the rendered names the cache does not hold.
 	in := plan.Input{Class: wc, Result: res, Live: live, Unverified: true}
+	verify := func() error {
+		in.Unverified = false
+		in.Foreign, err = c.lookup(ctx, wc, res, &in.Live)
+		return err
+	}
+	if !c.Lazy {
+		if err := verify(); err != nil {
+			return nil, err
+		}
+	}
 	p, err := plan.Compute(in, crds)
 	if err != nil {
 		return nil, err
 	}
-	if !c.Lazy || (p.Creates() && p.ChangesExisting()) {
-		if in.Foreign, err = c.lookup(ctx, wc, res, &in.Live); err != nil {
+	if in.Unverified && p.Creates() && p.ChangesExisting() {
+		if err := verify(); err != nil {
 			return nil, err
 		}
-		in.Unverified = false
 		if p, err = plan.Compute(in, crds); err != nil {
 			return nil, err
 		}
-		live = in.Live
 	}
+	live = in.Live
 	var v plan.Validator = crds
 	if c.Validator != nil {
 		v = c.Validator
