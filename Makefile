@@ -71,6 +71,16 @@ e2e: envtest ## Run the end-to-end suite: real Karpenter, scheduler and controll
 	go vet -tags e2e ./test/e2e/ ./internal/demo/
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh 2>/dev/null)" go test -tags e2e -p 1 -timeout $(E2E_TIMEOUT) ./test/e2e/ ./internal/demo/ $(TESTFLAGS)
 
+# Classes for `make bench-scale` (500 is the issue's size), and extra arguments for it,
+# e.g. BENCHFLAGS='-qps 1000 -burst 2000 -manager-env GOMEMLIMIT=40MiB'.
+N ?= 100
+BENCHFLAGS ?=
+
+.PHONY: bench-scale
+bench-scale: build envtest ## Measure the manager against a bare client on one control plane (N classes) and print the figures.
+	go build -o $(BIN)/benchscale ./hack/benchscale
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh 2>/dev/null)" $(BIN)/benchscale -n $(N) -poolsmith $(BIN)/poolsmith $(BENCHFLAGS)
+
 .PHONY: fuzz
 fuzz: envtest ## Run each fuzz target for FUZZTIME.
 	@for pkg in $$(go list ./...); do \

@@ -1,0 +1,755 @@
+// Command benchscale is what `make bench-scale` runs: on one control plane (kube-apiserver
+// and etcd from hack/envtest.sh, with Poolsmith's and Karpenter's CRDs) and in one run, it
+// measures the manager (bin/poolsmith, a separate process) against a bare client that
+// creates and patches exactly the objects the manager writes, at the same QPS and
+// concurrency, and prints five figures:
+//
+//	converge   N classes created -> every class Synced and every child present, vs the bare
+//	           client creating the same children (the render, owner references included)
+//	requests   per class during that converge, from the API server's apiserver_request_total,
+//	           by verb and resource (the benchmark's own class creates subtracted)
+//	fan-out    a Baseline tag edit -> the tag on every EC2NodeClass, vs patching each directly
+//	no-op      writes while the manager restarts over the synced cluster
+//	memory     the manager's peak RSS (VmHWM), with unrelated Nodes and Pods in the cluster
+//
+// It is a benchmark that prints figures, not a test: nothing here fails on a slow machine.
+// Every fourth class restricts access, so it also renders a ValidatingAdmissionPolicy and
+// binding.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/plan"
+	"github.com/poolsmith/poolsmith/internal/render"
+	"github.com/poolsmith/poolsmith/internal/scheme"
+	"github.com/poolsmith/poolsmith/internal/testenv"
+	"github.com/poolsmith/poolsmith/internal/validate"
+)
+
+var (
+	n           = flag.Int("n", 100, "WorkloadClasses")
+	noise       = flag.Int("noise", 0, "unrelated Nodes and Pods (each) in the cluster while the manager runs; 0 means 10 per class")
+	qps         = flag.Float64("qps", 50, "client QPS of both the manager (--kube-api-qps) and the bare client")
+	burst       = flag.Int("burst", 100, "client burst of both (--kube-api-burst)")
+	concurrency = flag.Int("concurrency", 4, "the manager's --max-concurrent-reconciles and the bare client's workers")
+	poolsmith   = flag.String("poolsmith", "bin/poolsmith", "the manager binary")
+	managerEnv  = flag.String("manager-env", "", "extra environment for the manager, space-separated, e.g. GOMEMLIMIT=40MiB")
+	baselineF   = flag.String("baseline", "config/samples/poolsmith_v1alpha1_baseline.yaml", "the Baseline")
+	classF      = flag.String("class", "config/samples/poolsmith_v1alpha1_workloadclass_general.yaml", "the WorkloadClass every class copies; names get -0000...")
+	heapProfile = flag.String("heap-profile", "", "write the manager's heap profile (after the fan-out) to this file")
+	timeout     = flag.Duration("timeout", 15*time.Minute, "bound for each phase")
+)
+
+var (
+	gvrClass     = schema.GroupVersionResource{Group: "poolsmith.dev", Version: "v1alpha1", Resource: "workloadclasses"}
+	gvrNodeClass = schema.GroupVersionResource{Group: "karpenter.k8s.aws", Version: "v1", Resource: "ec2nodeclasses"}
+)
+
+func main() {
+	flag.Parse()
+	if *noise == 0 {
+		*noise = 10 * *n
+	}
+	if err := run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-scale:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context) error {
+	env, err := testenv.Start()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = env.Stop() }()
+	admin := rest.CopyConfig(env.Config)
+	admin.QPS, admin.Burst = 5000, 10000
+	c, err := client.New(admin, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		return err
+	}
+	cs := kubernetes.NewForConfigOrDie(admin)
+	baseline, classes, err := inputs()
+	if err != nil {
+		return err
+	}
+	children, perKind, err := renderChildren(baseline, classes)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%d classes render to %d children (%s); QPS %.0f, burst %d, concurrency %d; load %s\n",
+		len(classes), len(children), perKind, *qps, *burst, *concurrency, load())
+
+	// The bare client: the same children, the same QPS and concurrency.
+	bareCfg := rest.CopyConfig(env.Config)
+	bareCfg.QPS, bareCfg.Burst = float32(*qps), *burst
+	bare, err := client.New(bareCfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		return err
+	}
+	m0, err := requests(ctx, cs)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := parallel(children, *concurrency, func(u *unstructured.Unstructured) error { return bare.Create(ctx, u.DeepCopy()) }); err != nil {
+		return fmt.Errorf("bare create: %w", err)
+	}
+	bareConverge := time.Since(t0)
+	m1, _ := requests(ctx, cs)
+	bareReqs := m1.sub(m0)
+	var nodeClasses []*unstructured.Unstructured
+	for _, u := range children {
+		if u.GetKind() == plan.KindNodeClass {
+			nodeClasses = append(nodeClasses, u)
+		}
+	}
+	t0 = time.Now()
+	if err := parallel(nodeClasses, *concurrency, func(u *unstructured.Unstructured) error {
+		return bare.Patch(ctx, u.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"tags":{"bench-probe":"bare"}}}`)))
+	}); err != nil {
+		return fmt.Errorf("bare patch: %w", err)
+	}
+	bareFanout := time.Since(t0)
+	if err := parallel(children, 16, func(u *unstructured.Unstructured) error { return client.IgnoreNotFound(c.Delete(ctx, u.DeepCopy())) }); err != nil {
+		return fmt.Errorf("deleting the bare client's objects: %w", err)
+	}
+	fmt.Printf("bare client: converge %s, fan-out %s; load %s\n", bareConverge.Round(time.Millisecond), bareFanout.Round(time.Millisecond), load())
+
+	if err := noiseObjects(ctx, cs); err != nil {
+		return err
+	}
+	if err := c.Create(ctx, baseline.DeepCopy()); err != nil {
+		return fmt.Errorf("creating the Baseline: %w", err)
+	}
+	watch, err := startWatch(ctx, admin)
+	if err != nil {
+		return err
+	}
+	kubeconfig, err := writeKubeconfig(env)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(kubeconfig)
+
+	// The operator: converge.
+	mgr, err := startManager(ctx, kubeconfig)
+	if err != nil {
+		return err
+	}
+	defer mgr.stop()
+	m0, _ = requests(ctx, cs)
+	t0 = time.Now()
+	if err := parallel(classes, 16, func(u *unstructured.Unstructured) error { return c.Create(ctx, u.DeepCopy()) }); err != nil {
+		return fmt.Errorf("creating the classes: %w", err)
+	}
+	if err := poll(ctx, "every class Synced with its children", func() (bool, string) {
+		s, nc := watch.synced()
+		return s == len(classes) && nc >= len(classes), fmt.Sprintf("%d of %d Synced, %d EC2NodeClasses", s, len(classes), nc)
+	}); err != nil {
+		return fmt.Errorf("%w; manager log: %s", err, mgr.tail())
+	}
+	opConverge := time.Since(t0)
+	convergeLoad := load()
+	time.Sleep(3 * time.Second) // trailing writes (status, events) count too
+	m1, _ = requests(ctx, cs)
+	opReqs := m1.sub(m0)
+	opReqs.add("POST workloadclasses", -float64(len(classes))) // the benchmark's own creates
+
+	// Fan-out.
+	m0, _ = requests(ctx, cs)
+	t0 = time.Now()
+	probe := []byte(`{"spec":{"nodeClass":{"tags":{"bench-probe":"fanout"}}}}`)
+	if err := c.Patch(ctx, baseline.DeepCopy(), client.RawPatch(types.MergePatchType, probe)); err != nil {
+		return fmt.Errorf("editing the Baseline: %w", err)
+	}
+	if err := poll(ctx, "the Baseline's tag on every EC2NodeClass", func() (bool, string) {
+		k := watch.tagged("bench-probe", "fanout")
+		return k >= len(classes), fmt.Sprintf("%d of %d", k, len(classes))
+	}); err != nil {
+		return err
+	}
+	opFanout := time.Since(t0)
+	fanoutLoad := load()
+	time.Sleep(3 * time.Second)
+	m1, _ = requests(ctx, cs)
+	fanReqs := m1.sub(m0)
+	fanReqs.add("PATCH baselines", -1)
+	if *heapProfile != "" {
+		if err := mgr.heapProfile(*heapProfile); err != nil {
+			return err
+		}
+	}
+	peak := mgr.peakRSS()
+	anon, file := mgr.rss()
+	mgr.stop()
+
+	// A no-op restart over the synced cluster.
+	m0, _ = requests(ctx, cs)
+	mgr, err = startManager(ctx, kubeconfig)
+	if err != nil {
+		return err
+	}
+	defer mgr.stop()
+	if err := poll(ctx, "the restarted manager reconciling every class", func() (bool, string) {
+		done, depth := mgr.reconciled()
+		return done >= float64(len(classes)) && depth == 0, fmt.Sprintf("%.0f reconciles, queue %.0f", done, depth)
+	}); err != nil {
+		return err
+	}
+	time.Sleep(3 * time.Second)
+	m1, _ = requests(ctx, cs)
+	restart := m1.sub(m0)
+	restartPeak := mgr.peakRSS()
+	mgr.stop()
+
+	perClass := float64(len(children)) / float64(len(classes))
+	fmt.Printf("\n%-44s %12s %12s %7s   %s\n", "measure", "operator", "bare client", "ratio", "goal")
+	fmt.Printf("%-44s %12s %12s %7.2f   <= 1.5x (load %s)\n", fmt.Sprintf("converge %d classes", len(classes)),
+		opConverge.Round(time.Millisecond), bareConverge.Round(time.Millisecond), opConverge.Seconds()/bareConverge.Seconds(), convergeLoad)
+	fmt.Printf("%-44s %12.2f %12.2f %7.2f   <= children + 2 = %.1f\n", "API requests per class, converge",
+		opReqs.total(false)/float64(len(classes)), bareReqs.total(false)/float64(len(classes)), opReqs.total(false)/bareReqs.total(false), perClass+2)
+	fmt.Printf("%-44s %12.2f\n", "  of them events (events.k8s.io)", opReqs.get("POST events")/float64(len(classes))+opReqs.get("PATCH events")/float64(len(classes)))
+	for _, k := range opReqs.keys() {
+		fmt.Printf("    %-40s %12.2f\n", k, opReqs[k]/float64(len(classes)))
+	}
+	fmt.Printf("%-44s %12s %12s %7.2f   <= 1.5x (load %s)\n", fmt.Sprintf("Baseline fan-out to %d EC2NodeClasses", len(nodeClasses)),
+		opFanout.Round(time.Millisecond), bareFanout.Round(time.Millisecond), opFanout.Seconds()/bareFanout.Seconds(), fanoutLoad)
+	fmt.Printf("%-44s %12.2f %12.2f\n", "API requests per class, fan-out", fanReqs.total(false)/float64(len(classes)), 1.0)
+	for _, k := range fanReqs.keys() {
+		fmt.Printf("    %-40s %12.2f\n", k, fanReqs[k]/float64(len(classes)))
+	}
+	fmt.Printf("%-44s %12.0f %25s   0\n", "writes during a no-op restart", restart.total(true), "")
+	fmt.Printf("%-44s %12.0f\n", "  requests (reads included)", restart.total(false))
+	fmt.Printf("%-44s %8.1f MiB %25s   <= 50 MiB (%d unrelated Nodes and Pods; restart: %.1f MiB)\n", "manager peak RSS",
+		float64(peak)/1024, "", *noise, float64(restartPeak)/1024)
+	fmt.Printf("%-44s %8.1f MiB anonymous, %.1f MiB file-backed (the binary)\n", "  RSS after the fan-out", float64(anon)/1024, float64(file)/1024)
+	return nil
+}
+
+// inputs are the Baseline and the classes: copies of the sample, every fourth restricted
+// to one namespace (with the taint of its own an access rule needs).
+func inputs() (*unstructured.Unstructured, []*unstructured.Unstructured, error) {
+	bl, err := readObject(*baselineF)
+	if err != nil {
+		return nil, nil, err
+	}
+	tpl, err := readObject(*classF)
+	if err != nil {
+		return nil, nil, err
+	}
+	classes := make([]*unstructured.Unstructured, *n)
+	for i := range classes {
+		u := tpl.DeepCopy()
+		u.SetName(fmt.Sprintf("%s-%04d", tpl.GetName(), i))
+		if i%4 == 3 {
+			if err := unstructured.SetNestedStringSlice(u.Object, []string{fmt.Sprintf("team-%d", i)}, "spec", "access", "namespaces"); err != nil {
+				return nil, nil, err
+			}
+			taint := map[string]any{"key": "example.com/dedicated", "value": u.GetName(), "effect": "NoSchedule"}
+			if err := unstructured.SetNestedSlice(u.Object, []any{taint}, "spec", "taints"); err != nil {
+				return nil, nil, err
+			}
+		}
+		classes[i] = u
+	}
+	return bl, classes, nil
+}
+
+// renderChildren plans every class over an empty cluster: the creates are the objects the
+// manager writes, owner references included.
+func renderChildren(bl *unstructured.Unstructured, classes []*unstructured.Unstructured) ([]*unstructured.Unstructured, string, error) {
+	baseline := &v1alpha1.Baseline{}
+	if err := convert(bl, baseline); err != nil {
+		return nil, "", err
+	}
+	cat, err := catalog.Load()
+	if err != nil {
+		return nil, "", err
+	}
+	crds, err := validate.Default()
+	if err != nil {
+		return nil, "", err
+	}
+	var out []*unstructured.Unstructured
+	kinds := map[string]int{}
+	for _, u := range classes {
+		wc := &v1alpha1.WorkloadClass{}
+		if err := convert(u, wc); err != nil {
+			return nil, "", err
+		}
+		wc.UID = uuid.NewUUID()
+		res, err := render.Render(baseline, wc, render.Options{Catalog: cat})
+		if err != nil {
+			return nil, "", fmt.Errorf("rendering %s: %w", wc.Name, err)
+		}
+		p, err := plan.Compute(plan.Input{Class: wc, Result: res, Live: plan.Children{}, Unverified: true}, crds)
+		if err != nil {
+			return nil, "", err
+		}
+		for _, s := range p.Writes() {
+			out = append(out, &unstructured.Unstructured{Object: s.Object})
+			kinds[s.Kind]++
+		}
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		parts = append(parts, fmt.Sprintf("%d %s", kinds[k], k))
+	}
+	return out, strings.Join(parts, ", "), nil
+}
+
+func convert(u *unstructured.Unstructured, into any) error {
+	b, err := u.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	return yaml.Unmarshal(b, into)
+}
+
+func readObject(path string) (*unstructured.Unstructured, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(b, &u.Object); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return u, nil
+}
+
+// noiseObjects are Nodes and Pods the manager must neither cache nor read.
+func noiseObjects(ctx context.Context, cs *kubernetes.Clientset) error {
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "noise"}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	idx := make([]int, *noise)
+	for i := range idx {
+		idx[i] = i
+	}
+	return parallel(idx, 16, func(i int) error {
+		name := fmt.Sprintf("noise-%05d", i)
+		labels := map[string]string{"karpenter.sh/nodepool": "other", "team": "noise"}
+		if _, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		_, err := cs.CoreV1().Pods("noise").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+			Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{})
+		return err
+	})
+}
+
+func parallel[T any](items []T, workers int, f func(T) error) error {
+	ch := make(chan T)
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for it := range ch {
+				if err := f(it); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for _, it := range items {
+		ch <- it
+	}
+	close(ch)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func poll(ctx context.Context, what string, done func() (bool, string)) error {
+	deadline := time.Now().Add(*timeout)
+	state := ""
+	for time.Now().Before(deadline) {
+		var ok bool
+		if ok, state = done(); ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s: not done in %s (%s)", what, *timeout, state)
+}
+
+func load() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
+
+// watch follows classes and EC2NodeClasses through informers, so waiting sends the API
+// server no requests that would count against the manager.
+type watch struct {
+	classes, nodeClasses toolscache.Store
+}
+
+func startWatch(ctx context.Context, cfg *rest.Config) (*watch, error) {
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	f := dynamicinformer.NewDynamicSharedInformerFactory(dc, 0)
+	wc, nc := f.ForResource(gvrClass).Informer(), f.ForResource(gvrNodeClass).Informer()
+	f.Start(ctx.Done())
+	if !toolscache.WaitForCacheSync(ctx.Done(), wc.HasSynced, nc.HasSynced) {
+		return nil, fmt.Errorf("informers did not sync")
+	}
+	return &watch{classes: wc.GetStore(), nodeClasses: nc.GetStore()}, nil
+}
+
+// synced counts the classes Synced=True at their generation, and the EC2NodeClasses.
+func (w *watch) synced() (int, int) {
+	k := 0
+	for _, o := range w.classes.List() {
+		u := o.(*unstructured.Unstructured)
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, x := range conds {
+			m, _ := x.(map[string]any)
+			if m["type"] == v1alpha1.ConditionSynced && m["status"] == string(metav1.ConditionTrue) && m["observedGeneration"] == u.GetGeneration() {
+				k++
+			}
+		}
+	}
+	return k, len(w.nodeClasses.List())
+}
+
+func (w *watch) tagged(key, value string) int {
+	k := 0
+	for _, o := range w.nodeClasses.List() {
+		if v, _, _ := unstructured.NestedString(o.(*unstructured.Unstructured).Object, "spec", "tags", key); v == value {
+			k++
+		}
+	}
+	return k
+}
+
+// counts are API requests by "VERB resource[/subresource]".
+type counts map[string]float64
+
+// manageable are the resources the manager reads or writes: the API server's own
+// housekeeping (leases, endpoints) stays out of the figures.
+var manageable = map[string]bool{
+	"workloadclasses": true, "baselines": true, "nodepools": true, "ec2nodeclasses": true, "nodeoverlays": true,
+	"validatingadmissionpolicies": true, "validatingadmissionpolicybindings": true,
+	"mutatingadmissionpolicies": true, "mutatingadmissionpolicybindings": true,
+	"events": true, "configmaps": true, "namespaces": true, "nodes": true, "pods": true, "nodeclaims": true,
+}
+
+var requestLine = regexp.MustCompile(`^apiserver_request_total\{(.*)\} ([0-9.e+]+)$`)
+var labelPair = regexp.MustCompile(`(\w+)="([^"]*)"`)
+
+// requests reads the API server's request counters.
+func requests(ctx context.Context, cs *kubernetes.Clientset) (counts, error) {
+	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	out := counts{}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		g := requestLine.FindStringSubmatch(sc.Text())
+		if g == nil {
+			continue
+		}
+		l := map[string]string{}
+		for _, p := range labelPair.FindAllStringSubmatch(g[1], -1) {
+			l[p[1]] = p[2]
+		}
+		if !manageable[l["resource"]] || l["verb"] == "WATCH" || l["verb"] == "CONNECT" {
+			continue
+		}
+		key := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			key += "/" + l["subresource"]
+		}
+		v, _ := strconv.ParseFloat(g[2], 64)
+		out[key] += v
+	}
+	return out, sc.Err()
+}
+
+func (c counts) sub(before counts) counts {
+	out := counts{}
+	for k, v := range c {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func (c counts) add(k string, v float64) {
+	c[k] += v
+	if c[k] == 0 {
+		delete(c, k)
+	}
+}
+
+func (c counts) get(k string) float64 { return c[k] }
+
+func (c counts) keys() []string { return slices.Sorted(maps.Keys(c)) }
+
+func (c counts) total(writesOnly bool) float64 {
+	t := 0.0
+	for k, v := range c {
+		verb, _, _ := strings.Cut(k, " ")
+		if writesOnly && !slices.Contains([]string{"POST", "PUT", "PATCH", "DELETE", "APPLY", "DELETECOLLECTION"}, verb) {
+			continue
+		}
+		t += v
+	}
+	return t
+}
+
+// manager is the poolsmith manager process.
+type manager struct {
+	cmd            *exec.Cmd
+	metrics, pprof string
+	mu             sync.Mutex
+	log            bytes.Buffer
+	done           chan struct{}
+	stopped        sync.Once
+	peak           int64
+}
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func startManager(ctx context.Context, kubeconfig string) (*manager, error) {
+	metrics, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	probes, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	pprof, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	m := &manager{metrics: metrics, pprof: pprof, done: make(chan struct{})}
+	m.cmd = exec.Command(*poolsmith, "manager", "--kubeconfig="+kubeconfig, "--leader-elect=false",
+		"--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes, "--pprof-bind-address="+pprof,
+		fmt.Sprintf("--kube-api-qps=%g", *qps), fmt.Sprintf("--kube-api-burst=%d", *burst),
+		fmt.Sprintf("--max-concurrent-reconciles=%d", *concurrency), "--zap-log-level=error")
+	m.cmd.Env = append(os.Environ(), strings.Fields(*managerEnv)...)
+	m.cmd.Stdout, m.cmd.Stderr = m, m
+	if err := m.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", *poolsmith, err)
+	}
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-m.done:
+				return
+			case <-t.C:
+				m.mu.Lock()
+				m.peak = max(m.peak, vmHWM(m.cmd.Process.Pid))
+				m.mu.Unlock()
+			}
+		}
+	}()
+	err = poll(ctx, "the manager ready", func() (bool, string) {
+		resp, err := http.Get("http://" + probes + "/readyz")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+	if err != nil {
+		m.stop()
+		return nil, fmt.Errorf("%w; log: %s", err, m.tail())
+	}
+	return m, nil
+}
+
+func (m *manager) Write(p []byte) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.log.Write(p)
+}
+
+func (m *manager) tail() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.log.String()
+	return s[max(0, len(s)-2000):]
+}
+
+func (m *manager) peakRSS() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return max(m.peak, vmHWM(m.cmd.Process.Pid))
+}
+
+func (m *manager) stop() {
+	m.stopped.Do(func() {
+		close(m.done)
+		_ = m.cmd.Process.Signal(os.Interrupt)
+		ch := make(chan error, 1)
+		go func() { ch <- m.cmd.Wait() }()
+		select {
+		case <-ch:
+		case <-time.After(20 * time.Second):
+			_ = m.cmd.Process.Kill()
+			<-ch
+		}
+	})
+}
+
+func (m *manager) heapProfile(path string) error {
+	resp, err := http.Get("http://" + m.pprof + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		return err
+	}
+	// The text form ends with the runtime's MemStats: heap in use, released, stacks.
+	text, err := http.Get("http://" + m.pprof + "/debug/pprof/heap?debug=1")
+	if err != nil {
+		return err
+	}
+	defer text.Body.Close()
+	b, err := io.ReadAll(text.Body)
+	if err != nil {
+		return err
+	}
+	if i := bytes.Index(b, []byte("# runtime.MemStats")); i >= 0 {
+		b = b[i:]
+	}
+	return os.WriteFile(path+".memstats", b, 0o644)
+}
+
+var metricSample = regexp.MustCompile(`^(\w+)\{([^}]*)\} ([0-9.e+]+)$`)
+
+// reconciled reads the manager's own metrics: WorkloadClass reconciles done, and the
+// depth of its queue.
+func (m *manager) reconciled() (float64, float64) {
+	resp, err := http.Get("http://" + m.metrics + "/metrics")
+	if err != nil {
+		return 0, -1
+	}
+	defer resp.Body.Close()
+	var done, depth float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		g := metricSample.FindStringSubmatch(sc.Text())
+		if g == nil || !strings.Contains(g[2], `"workloadclass"`) {
+			continue
+		}
+		v, _ := strconv.ParseFloat(g[3], 64)
+		switch g[1] {
+		case "controller_runtime_reconcile_total":
+			done += v
+		case "workqueue_depth":
+			depth += v
+		}
+	}
+	return done, depth
+}
+
+// rss is the manager's resident memory now, anonymous (heap, stacks) and file-backed, in KiB.
+func (m *manager) rss() (int64, int64) {
+	return status(m.cmd.Process.Pid, "RssAnon:"), status(m.cmd.Process.Pid, "RssFile:")
+}
+
+// vmHWM is a process's peak resident memory in KiB.
+func vmHWM(pid int) int64 { return status(pid, "VmHWM:") }
+
+func status(pid int, field string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
+			v, _ := strconv.ParseInt(f[1], 10, 64)
+			return v
+		}
+	}
+	return 0
+}
+
+func writeKubeconfig(env *testenv.Env) (string, error) {
+	u, err := env.ControlPlane.AddUser(envtest.User{Name: "poolsmith-bench", Groups: []string{"system:masters"}}, &rest.Config{})
+	if err != nil {
+		return "", err
+	}
+	kc, err := u.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp("", "bench-scale-kubeconfig")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	_, err = f.Write(kc)
+	return f.Name(), err
+}
