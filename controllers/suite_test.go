@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -55,7 +56,9 @@ func startManager() {
 	mgrCtx, cancel := context.WithCancel(ctx)
 	crds, err := validate.Default()
 	Expect(err).NotTo(HaveOccurred())
-	mgr, err := operator.New(mgrCtx, env.Config, operator.Options{MetricsAddr: "0", ProbeAddr: "0", MaxConcurrentReconciles: 4, SkipNameValidation: true, NodeOverlays: true,
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(sent.wrap)
+	mgr, err := operator.New(mgrCtx, cfg, operator.Options{MetricsAddr: "0", ProbeAddr: "0", MaxConcurrentReconciles: 4, SkipNameValidation: true, NodeOverlays: true,
 		Validator: refusing{crds}})
 	Expect(err).NotTo(HaveOccurred())
 	stopMgr, mgrDone = cancel, make(chan struct{})

@@ -71,6 +71,43 @@ type WorkloadClassReconciler struct {
 
 	// taken holds the UIDs of classes whose last pass met a name held by another object.
 	taken sync.Map
+	// written holds, by class UID, the class as this manager's last write of it returned it
+	// (a *writtenClass), so a pass that reads an older copy from the cache starts from its
+	// own write: it neither writes the same status twice nor conflicts on the finalizer.
+	written sync.Map
+}
+
+// writtenClass is a class as the API server returned it after this manager wrote it, and
+// the resourceVersions that write and the ones before it superseded.
+type writtenClass struct {
+	obj        *v1alpha1.WorkloadClass
+	superseded map[string]bool
+}
+
+// remember records wc as the API server returned it from a write made over version from.
+func (r *WorkloadClassReconciler) remember(wc *v1alpha1.WorkloadClass, from string) {
+	superseded := map[string]bool{from: true}
+	if prev, ok := r.written.Load(wc.UID); ok {
+		for rv := range prev.(*writtenClass).superseded {
+			superseded[rv] = true
+		}
+	}
+	r.written.Store(wc.UID, &writtenClass{obj: wc.DeepCopy(), superseded: superseded})
+}
+
+// ownWrite replaces a cached class older than this manager's last write of it with that
+// write, and forgets the write once the cache holds it or something newer.
+func (r *WorkloadClassReconciler) ownWrite(wc *v1alpha1.WorkloadClass) *v1alpha1.WorkloadClass {
+	v, ok := r.written.Load(wc.UID)
+	if !ok {
+		return wc
+	}
+	w := v.(*writtenClass)
+	if w.superseded[wc.ResourceVersion] {
+		return w.obj.DeepCopy()
+	}
+	r.written.CompareAndDelete(wc.UID, v)
+	return wc
 }
 
 // +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses,verbs=list;watch;update
@@ -89,17 +126,27 @@ func (r *WorkloadClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := r.Get(ctx, req.NamespacedName, wc); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetClass(req.Name)
+			r.written.Range(func(uid, w any) bool {
+				if w.(*writtenClass).obj.Name == req.Name {
+					r.written.Delete(uid)
+				}
+				return true
+			})
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
 	if !wc.DeletionTimestamp.IsZero() {
+		r.written.Delete(wc.UID)
 		return r.finalize(ctx, wc)
 	}
+	wc = r.ownWrite(wc)
 	if controllerutil.AddFinalizer(wc, v1alpha1.Finalizer) {
+		from := wc.ResourceVersion
 		if err := r.Update(ctx, wc); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
 		}
+		r.remember(wc, from)
 	}
 
 	original := wc.DeepCopy()
@@ -246,6 +293,9 @@ func (r *WorkloadClassReconciler) writeStatus(ctx context.Context, original, wc 
 	}
 	if err := r.Status().Patch(ctx, wc, client.MergeFrom(original)); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("writing status of WorkloadClass %s: %w", wc.Name, err))
+	}
+	if wc.DeletionTimestamp.IsZero() {
+		r.remember(wc, original.ResourceVersion)
 	}
 	return nil
 }

@@ -73,6 +73,14 @@ func (r *WorkloadClassReconciler) execute(ctx context.Context, wc *v1alpha1.Work
 		}
 		applies.WithLabelValues(s.Kind, string(s.Action)).Inc()
 	}
+	if len(created) > 0 {
+		// One event for the pass's creates, not one per child: a new class is one event.
+		var refs []string
+		for _, obj := range created {
+			refs = append(refs, plan.KindOf(obj)+"/"+obj.GetName())
+		}
+		r.event(wc, nil, "Normal", "Applied", "Apply", "created %s", joinNames(refs))
+	}
 	return nil
 }
 
@@ -89,8 +97,9 @@ func (r *WorkloadClassReconciler) rollBack(ctx context.Context, wc *v1alpha1.Wor
 	}
 }
 
-// write sends one step and records its event; for a create it returns the object created
-// (nil when the class's own object already held the name).
+// write sends one step and records its event (execute records the creates of a pass in
+// one); for a create it returns the object created (nil when the class's own object
+// already held the name).
 func (r *WorkloadClassReconciler) write(ctx context.Context, wc *v1alpha1.WorkloadClass, s plan.Step) (client.Object, error) {
 	owner := client.FieldOwner(FieldManager)
 	switch s.Action {
@@ -102,7 +111,6 @@ func (r *WorkloadClassReconciler) write(ctx context.Context, wc *v1alpha1.Worklo
 			}
 			return nil, err
 		}
-		r.event(wc, u, "Normal", "Applied", "Apply", "created %s", s.Ref())
 		return u, nil
 	case plan.Delete:
 		if err := r.Delete(ctx, s.LiveObject, client.Preconditions{UID: ptr.To(s.LiveObject.GetUID())}); client.IgnoreNotFound(err) != nil {
@@ -142,21 +150,26 @@ func (r *WorkloadClassReconciler) ownershipCheck(ctx context.Context, wc *v1alph
 }
 
 func (r *WorkloadClassReconciler) updateEvent(wc *v1alpha1.WorkloadClass, obj client.Object, s plan.Step) {
-	switch s.Action {
-	case plan.Retire:
-		r.event(wc, obj, "Normal", "Retiring", "Prune", "%s is no longer rendered: limits set to zero; it is deleted once it has no nodes", s.Ref())
-	case plan.Orphan:
-		r.event(wc, obj, "Normal", "Orphaned", "Prune", "%s released: no longer managed by Poolsmith", s.Ref())
-	case plan.Revive:
-		r.event(wc, obj, "Normal", "Revived", "Apply", "%s is rendered again: its retirement is undone", s.Ref())
-	default:
-		r.event(wc, obj, "Normal", "Applied", "Apply", "updated %s (%s)", s.Ref(), changedPaths(s))
-	}
+	// One event per written child; an update that drifts nodes is a Drift event instead of
+	// an Applied one.
+	drift := ""
 	switch s.Drift {
 	case diff.WillDrift:
-		r.event(wc, obj, "Normal", "Drift", "Apply", "%s changed what Karpenter hashes: it will replace the nodes launched from it", s.Ref())
+		drift = ": it changed what Karpenter hashes, so Karpenter will replace the nodes launched from it"
 	case diff.MayDrift:
-		r.event(wc, obj, "Normal", "Drift", "Apply", "%s changed its selectors: nodes drift if they now resolve differently", s.Ref())
+		drift = ": it changed its selectors, so nodes drift if they now resolve differently"
+	}
+	switch {
+	case s.Action == plan.Retire:
+		r.event(wc, obj, "Normal", "Retiring", "Prune", "%s is no longer rendered: limits set to zero; it is deleted once it has no nodes", s.Ref())
+	case s.Action == plan.Orphan:
+		r.event(wc, obj, "Normal", "Orphaned", "Prune", "%s released: no longer managed by Poolsmith", s.Ref())
+	case s.Action == plan.Revive:
+		r.event(wc, obj, "Normal", "Revived", "Apply", "%s is rendered again: its retirement is undone%s", s.Ref(), drift)
+	case drift != "":
+		r.event(wc, obj, "Normal", "Drift", "Apply", "updated %s (%s)%s", s.Ref(), changedPaths(s), drift)
+	default:
+		r.event(wc, obj, "Normal", "Applied", "Apply", "updated %s (%s)", s.Ref(), changedPaths(s))
 	}
 }
 
