@@ -75,6 +75,8 @@ type WorkloadClassReconciler struct {
 	// (a *writtenClass), so a pass that reads an older copy from the cache starts from its
 	// own write: it neither writes the same status twice nor conflicts on the finalizer.
 	written sync.Map
+	// memo spares re-comparing children that matched the same render before.
+	memo plan.Memo
 }
 
 // writtenClass is a class as the API server returned it after this manager wrote it, and
@@ -126,6 +128,7 @@ func (r *WorkloadClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := r.Get(ctx, req.NamespacedName, wc); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetClass(req.Name)
+			r.memo.Forget(req.Name)
 			r.written.Range(func(uid, w any) bool {
 				if w.(*writtenClass).obj.Name == req.Name {
 					r.written.Delete(uid)
@@ -282,6 +285,7 @@ func (r *WorkloadClassReconciler) finalize(ctx context.Context, wc *v1alpha1.Wor
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	forgetClass(wc.Name)
+	r.memo.Forget(wc.Name)
 	r.taken.Delete(wc.UID)
 	return ctrl.Result{}, nil
 }

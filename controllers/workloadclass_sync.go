@@ -29,7 +29,7 @@ func (r *WorkloadClassReconciler) cluster(wc *v1alpha1.WorkloadClass) observe.Cl
 	// The status the cache holds may trail a conflict the last pass met: remember it too.
 	_, met := r.taken.Load(wc.UID)
 	conflicted := met || (c != nil && c.Reason == v1alpha1.ReasonOwnershipConflict)
-	return observe.Cluster{Cached: r.Client, Direct: r.APIReader, NodeOverlays: r.NodeOverlays, Validator: r.Validator, Lazy: !conflicted,
+	return observe.Cluster{Cached: r.Client, Direct: r.APIReader, NodeOverlays: r.NodeOverlays, Validator: r.Validator, Lazy: !conflicted, Memo: &r.memo,
 		NoAccessPolicies: r.NoAccessPolicies, NoDefaultPolicies: r.NoDefaultPolicies}
 }
 

@@ -72,6 +72,7 @@ var (
 	baselineF   = flag.String("baseline", "config/samples/poolsmith_v1alpha1_baseline.yaml", "the Baseline")
 	classF      = flag.String("class", "config/samples/poolsmith_v1alpha1_workloadclass_general.yaml", "the WorkloadClass every class copies; names get -0000...")
 	heapProfile = flag.String("heap-profile", "", "write the manager's heap profile (after the fan-out) to this file")
+	cpuProfile  = flag.String("cpu-profile", "", "write the manager's CPU profile of the fan-out's first 5 seconds to this file")
 	timeout     = flag.Duration("timeout", 15*time.Minute, "bound for each phase")
 )
 
@@ -192,6 +193,15 @@ func run(ctx context.Context) error {
 	opReqs.add("POST workloadclasses", -float64(len(classes))) // the benchmark's own creates
 
 	// Fan-out.
+	var profiled sync.WaitGroup
+	if *cpuProfile != "" {
+		profiled.Go(func() {
+			if err := mgr.profile("profile?seconds=5", *cpuProfile); err != nil {
+				fmt.Fprintln(os.Stderr, "bench-scale: CPU profile:", err)
+			}
+		})
+		time.Sleep(200 * time.Millisecond)
+	}
 	m0, _ = requests(ctx, cs)
 	t0 = time.Now()
 	probe := []byte(`{"spec":{"nodeClass":{"tags":{"bench-probe":"fanout"}}}}`)
@@ -210,6 +220,7 @@ func run(ctx context.Context) error {
 	m1, _ = requests(ctx, cs)
 	fanReqs := m1.sub(m0)
 	fanReqs.add("PATCH baselines", -1)
+	profiled.Wait()
 	if *heapProfile != "" {
 		if err := mgr.heapProfile(*heapProfile); err != nil {
 			return err
@@ -655,10 +666,11 @@ func (m *manager) stop() {
 	})
 }
 
-func (m *manager) heapProfile(path string) error {
-	resp, err := http.Get("http://" + m.pprof + "/debug/pprof/heap?gc=1")
+// profile writes the manager's /debug/pprof/<which> to path.
+func (m *manager) profile(which, path string) error {
+	resp, err := http.Get("http://" + m.pprof + "/debug/pprof/" + which)
 	if err != nil {
-		return fmt.Errorf("heap profile: %w", err)
+		return fmt.Errorf("%s: %w", which, err)
 	}
 	defer resp.Body.Close()
 	f, err := os.Create(path)
@@ -666,7 +678,12 @@ func (m *manager) heapProfile(path string) error {
 		return err
 	}
 	defer f.Close()
-	if _, err := io.Copy(f, resp.Body); err != nil {
+	_, err = io.Copy(f, resp.Body)
+	return err
+}
+
+func (m *manager) heapProfile(path string) error {
+	if err := m.profile("heap?gc=1", path); err != nil {
 		return err
 	}
 	// The text form ends with the runtime's MemStats: heap in use, released, stacks.

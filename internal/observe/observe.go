@@ -47,6 +47,8 @@ type Cluster struct {
 	// turns into the ownership check. A plan that also changes or deletes existing
 	// children is always verified first, so a taken name stops it before any change.
 	Lazy bool
+	// Memo, when set, remembers children found unchanged across passes (plan.Memo).
+	Memo *plan.Memo
 }
 
 // Children lists the children the class controls.
@@ -244,7 +246,7 @@ func (c Cluster) Plan(ctx context.Context, wc *v1alpha1.WorkloadClass, baseline 
 		return nil, err
 	}
 	// verify asks the API server about the rendered names the cache does not hold.
-	in := plan.Input{Class: wc, Result: res, Live: live, Unverified: true}
+	in := plan.Input{Class: wc, Result: res, Live: live, Unverified: true, Memo: c.Memo}
 	verify := func() error {
 		in.Unverified = false
 		in.Foreign, err = c.lookup(ctx, wc, res, &in.Live)

@@ -266,6 +266,8 @@ type Input struct {
 	// Unverified is true when names found neither in Live nor in Foreign were not asked of
 	// the API server: their creates are not Verified.
 	Unverified bool
+	// Memo, when set, skips comparing a child already found to match the same render.
+	Memo *Memo
 }
 
 // Schema is what the planner needs of the CRDs: the object as the API server would store
@@ -346,6 +348,17 @@ func childStep(in Input, schema Schema, kind string, want, live, foreign client.
 		step.Action, step.LiveObject = Conflict, foreign
 		return step, nil
 	}
+	var key memoKey
+	var sum [32]byte
+	memo := in.Memo != nil && live != nil
+	if memo {
+		key = memoKey{class: in.Class.Name, kind: kind, name: want.GetName()}
+		sum, memo = wantSum(in.Class, want)
+		if memo && in.Memo.unchanged(key, sum, live) {
+			step.Action, step.LiveObject = Unchanged, live
+			return step, nil
+		}
+	}
 	doc, err := render.CleanJSON(want)
 	if err != nil {
 		return step, err
@@ -372,6 +385,9 @@ func childStep(in Input, schema Schema, kind string, want, live, foreign client.
 	}
 	if len(step.Changes) == 0 && len(step.Removed) == 0 {
 		step.Action = Unchanged
+		if memo {
+			in.Memo.remember(key, sum, live)
+		}
 		return step, nil
 	}
 	step.Action = Update

@@ -302,3 +302,40 @@ func TestAHandEditedPolicyIsReverted(t *testing.T) {
 	}
 	t.Fatal("no step for the policy")
 }
+
+// A memo skips comparing a child that matched the same render over the same live object,
+// and nothing else: a changed render or a changed live object is compared again.
+func TestAMemoRemembersOnlyWhatStillHolds(t *testing.T) {
+	wc, res := fixture(t)
+	live := synced(t, wc, res)
+	memo := &plan.Memo{}
+	first := compute(t, plan.Input{Class: wc, Result: res, Live: live, Memo: memo})
+	again := compute(t, plan.Input{Class: wc, Result: res, Live: live, Memo: memo})
+	if actions(first) != actions(again) || again.Changed() {
+		t.Fatalf("with a memo: %s, then %s", actions(first), actions(again))
+	}
+
+	// A hand edit: the live NodePool has a new resourceVersion and a foreign taint.
+	edited := live.NodePools["web-spot-amd64"].DeepCopy()
+	edited.ResourceVersion = "43"
+	edited.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "evil", Effect: corev1.TaintEffectNoSchedule}}
+	live.NodePools["web-spot-amd64"] = edited
+	if got := actions(compute(t, plan.Input{Class: wc, Result: res, Live: live, Memo: memo})); !strings.Contains(got, "update NodePool/web-spot-amd64") {
+		t.Fatalf("a live object edited since is compared again: %s", got)
+	}
+
+	// A new render (a Baseline tag) over the same live objects.
+	_, tagged := fixture(t, func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.NodeClass = &v1alpha1.NodeClassOverrides{Tags: map[string]string{"team": "web"}}
+	})
+	if got := actions(compute(t, plan.Input{Class: wc, Result: tagged, Live: synced(t, wc, res), Memo: memo})); !strings.Contains(got, "update EC2NodeClass/web") {
+		t.Fatalf("a changed render is compared again: %s", got)
+	}
+
+	// Another class of the same name (deleted and created again) owns nothing remembered.
+	other := wc.DeepCopy()
+	other.UID = "uid-web-2"
+	if got := actions(compute(t, plan.Input{Class: other, Result: res, Live: synced(t, wc, res), Memo: memo})); !strings.Contains(got, "update NodePool/web-on-demand-amd64") {
+		t.Fatalf("children owned by an earlier class of the name are compared again: %s", got)
+	}
+}
