@@ -146,6 +146,7 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 	wc.Status.Profile = res.Profile
 	wc.Status.NodeClass = res.NodeClass.Name
 	if p.Blocked() {
+		r.rollBackUnfinished(ctx, wc, out.Live)
 		r.setRungs(wc, res, out.Live, nil)
 		r.notSynced(wc, v1alpha1.ReasonOwnershipConflict, conflictMessage(p.Conflicts()))
 		return ctrl.Result{RequeueAfter: conflictRequeue}, nil
@@ -161,6 +162,7 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 		if errors.As(err, &taken) {
 			// Found at create time (the plan only created, so it asked nothing first).
 			r.taken.Store(wc.UID, true)
+			r.rollBackUnfinished(ctx, wc, out.Live)
 			r.setRungs(wc, res, out.Live, nil)
 			r.notSynced(wc, v1alpha1.ReasonOwnershipConflict, conflictMessage([]string{taken.ref}))
 			return ctrl.Result{RequeueAfter: conflictRequeue}, nil
