@@ -135,6 +135,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		}
 		byObject[&corev1.Namespace{}] = cache.ByObject{Label: defaults}
 	}
+	// With leader election, every write but the elector's passes the fence (fence.go).
+	cfg, lock, err := fenced(ctx, cfg, opts)
+	if err != nil {
+		return nil, err
+	}
 	var leaseDuration, renewDeadline, retryPeriod *time.Duration
 	if opts.LeaseDuration > 0 {
 		leaseDuration = &opts.LeaseDuration
@@ -145,7 +150,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if opts.RetryPeriod > 0 {
 		retryPeriod = &opts.RetryPeriod
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgrOpts := ctrl.Options{
 		Scheme:                  scheme.Scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.ProbeAddr,
@@ -162,7 +167,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		// The cache holds only the children Poolsmith labels, so its memory does not grow
 		// with the cluster's other NodePools and EC2NodeClasses.
 		Cache: cache.Options{ByObject: byObject},
-	})
+	}
+	if lock != nil {
+		mgrOpts.LeaderElectionResourceLockInterface = lock
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
