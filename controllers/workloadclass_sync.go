@@ -66,7 +66,7 @@ func (r *WorkloadClassReconciler) execute(ctx context.Context, wc *v1alpha1.Work
 			if len(rest) > 0 {
 				msg += "; not yet written: " + joinNames(rest)
 			}
-			return fmt.Errorf("%s", msg)
+			return &applyError{msg: msg, err: err}
 		}
 		if s.Action == plan.Create && obj != nil {
 			created = append(created, obj)
@@ -75,6 +75,16 @@ func (r *WorkloadClassReconciler) execute(ctx context.Context, wc *v1alpha1.Work
 	}
 	return nil
 }
+
+// applyError names the step that failed and the children not yet written; it unwraps to
+// the API server's error.
+type applyError struct {
+	msg string
+	err error
+}
+
+func (e *applyError) Error() string { return e.msg }
+func (e *applyError) Unwrap() error { return e.err }
 
 // rollBack deletes the children a pass created before it met a taken name. They are
 // seconds old; Karpenter batches pending pods for longer than that before it launches.
