@@ -84,7 +84,7 @@ func TestConflictingWriter(t *testing.T) {
 		return true, ""
 	})
 	settled := time.Now()
-	if v := f.check(); !v.ok() {
+	if _, v := f.converge(t, time.Minute); !v.ok() {
 		t.Fatalf("not converged once the weights were reverted: %s\n%s", v, m.tail(20))
 	}
 	const quiet = 10 * time.Second

@@ -684,13 +684,20 @@ func (f *family) check() verdict {
 	return v
 }
 
-// converge waits until check passes and returns how long that took.
+// converge waits until check passes and `poolsmith diff` finds nothing to write (the
+// children's contents are the render's, which check does not compare), and returns how
+// long that took.
 func (f *family) converge(t *testing.T, timeout time.Duration) (time.Duration, verdict) {
 	t.Helper()
 	start := time.Now()
 	var v verdict
 	for {
 		v = f.check()
+		if v.ok() && len(f.present) > len(f.blocked) {
+			if out, clean := f.diff(t); !clean {
+				v.problem("poolsmith diff would still write: %s", firstLines(out, 6))
+			}
+		}
 		if v.ok() || time.Since(start) > timeout {
 			return time.Since(start), v
 		}
@@ -698,15 +705,25 @@ func (f *family) converge(t *testing.T, timeout time.Duration) (time.Duration, v
 	}
 }
 
-// diffClean runs `poolsmith diff` over the family's Baseline and present classes as the
-// cluster holds them: exit 0 means the live children are exactly what the next
+func firstLines(s string, n int) string {
+	var keep []string
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		if !strings.Contains(l, ": unchanged") && !strings.HasPrefix(l, "signals:") {
+			keep = append(keep, strings.TrimSpace(l))
+		}
+	}
+	return strings.Join(keep[:min(n, len(keep))], " | ")
+}
+
+// diff runs `poolsmith diff` over the family's Baseline and present classes as the
+// cluster holds them: clean (exit 0) means the live children are exactly what the next
 // reconcile would write.
-func (f *family) diffClean(t *testing.T) {
+func (f *family) diff(t *testing.T) (string, bool) {
 	t.Helper()
 	var docs []string
 	b := &v1alpha1.Baseline{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: f.baseline}, b); err != nil {
-		t.Fatal(err)
+		return err.Error(), false
 	}
 	add := func(kind, name string, spec any) {
 		data, err := yaml.Marshal(map[string]any{"apiVersion": v1alpha1.GroupVersion.String(), "kind": kind, "metadata": map[string]any{"name": name}, "spec": spec})
@@ -722,7 +739,7 @@ func (f *family) diffClean(t *testing.T) {
 		}
 		wc := &v1alpha1.WorkloadClass{}
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, wc); err != nil {
-			t.Fatal(err)
+			return err.Error(), false
 		}
 		add("WorkloadClass", name, wc.Spec)
 	}
@@ -731,9 +748,7 @@ func (f *family) diffClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(bin, "diff", "-f", path, "--kubeconfig", kubeconfig).CombinedOutput()
-	if err != nil {
-		t.Errorf("poolsmith diff says the live children differ from the render (%v):\n%s", err, out)
-	}
+	return string(out), err == nil
 }
 
 // cleanup deletes the family's classes (their finalizers stripped if no manager is left to
