@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -408,23 +409,13 @@ func summarise(events []auditEvent) string {
 		counts[e.Verb+" "+e.resource()]++
 	}
 	var parts []string
-	for _, k := range slices.Sorted(mapsKeys(counts)) {
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))
 	}
 	if len(parts) == 0 {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // envInt reads a knob from the environment.
@@ -733,7 +724,7 @@ func (f *family) diff(t *testing.T) (string, bool) {
 		docs = append(docs, string(data))
 	}
 	add("Baseline", b.Name, b.Spec)
-	for _, name := range slices.Sorted(mapsKeys(f.present)) {
+	for _, name := range slices.Sorted(maps.Keys(f.present)) {
 		if f.blocked[name] {
 			continue
 		}
