@@ -21,6 +21,11 @@ TESTFLAGS ?=
 # Time cap of each end-to-end test binary (go test -timeout); the suite takes about 10
 # minutes on 2 shared cores.
 E2E_TIMEOUT ?= 20m
+# The fault suite (make chaos): SIGKILLs of the manager, their random moments' seed (empty:
+# a new seed, printed), and how long the conflicting writer runs.
+CHAOS_KILLS ?= 20
+CHAOS_SEED ?=
+CHAOS_CONFLICT_DURATION ?= 30s
 
 .PHONY: all
 all: build
@@ -80,6 +85,12 @@ BENCHFLAGS ?=
 bench-scale: build envtest ## Measure the manager against a bare client on one control plane (N classes) and print the figures.
 	go build -o $(BIN)/benchscale ./hack/benchscale
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh 2>/dev/null)" $(BIN)/benchscale -n $(N) -poolsmith $(BIN)/poolsmith $(BENCHFLAGS)
+
+.PHONY: chaos
+chaos: envtest ## Run the fault suite: the manager killed, stopped, cut off from its API server and fought over (about 3 minutes).
+	go vet -tags chaos ./test/chaos/
+	CHAOS_KILLS=$(CHAOS_KILLS) CHAOS_SEED=$(CHAOS_SEED) CHAOS_CONFLICT_DURATION=$(CHAOS_CONFLICT_DURATION) \
+	  KUBEBUILDER_ASSETS="$$(hack/envtest.sh 2>/dev/null)" go test -tags chaos -count=1 -v -timeout 6m ./test/chaos/ $(TESTFLAGS)
 
 .PHONY: fuzz
 fuzz: envtest ## Run each fuzz target for FUZZTIME.

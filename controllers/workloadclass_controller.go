@@ -46,6 +46,9 @@ const BaselineIndex = "spec.baselineRef.name"
 // removal.
 const conflictRequeue = time.Minute
 
+// conflictRetry is how soon a pass that lost a write race (409 Conflict) plans again.
+const conflictRetry = time.Second
+
 // deletionRequeue bounds the wait for children that Karpenter's finalizers hold.
 const deletionRequeue = 10 * time.Second
 
@@ -196,6 +199,7 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 	wc.Status.Profile = res.Profile
 	wc.Status.NodeClass = res.NodeClass.Name
 	if p.Blocked() {
+		r.rollBackUnfinished(ctx, wc, out.Live)
 		r.setRungs(wc, res, out.Live, nil)
 		r.notSynced(wc, v1alpha1.ReasonOwnershipConflict, conflictMessage(p.Conflicts()))
 		return ctrl.Result{RequeueAfter: conflictRequeue}, nil
@@ -211,9 +215,17 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 		if errors.As(err, &taken) {
 			// Found at create time (the plan only created, so it asked nothing first).
 			r.taken.Store(wc.UID, true)
+			r.rollBackUnfinished(ctx, wc, out.Live)
 			r.setRungs(wc, res, out.Live, nil)
 			r.notSynced(wc, v1alpha1.ReasonOwnershipConflict, conflictMessage([]string{taken.ref}))
 			return ctrl.Result{RequeueAfter: conflictRequeue}, nil
+		}
+		if apierrors.IsConflict(err) {
+			// A child changed after the cache gave it to the plan (someone else writes it):
+			// its watch event brings the class back to plan from the newer object, and
+			// conflictRetry in case it does not. The class has not failed, so neither its
+			// status nor an event says so.
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
 		}
 		r.notSynced(wc, v1alpha1.ReasonApplyFailed, err.Error())
 		return ctrl.Result{}, err

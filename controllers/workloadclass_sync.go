@@ -66,7 +66,7 @@ func (r *WorkloadClassReconciler) execute(ctx context.Context, wc *v1alpha1.Work
 			if len(rest) > 0 {
 				msg += "; not yet written: " + joinNames(rest)
 			}
-			return fmt.Errorf("%s", msg)
+			return &applyError{msg: msg, err: err}
 		}
 		if s.Action == plan.Create && obj != nil {
 			created = append(created, obj)
@@ -84,17 +84,51 @@ func (r *WorkloadClassReconciler) execute(ctx context.Context, wc *v1alpha1.Work
 	return nil
 }
 
+// applyError names the step that failed and the children not yet written; it unwraps to
+// the API server's error.
+type applyError struct {
+	msg string
+	err error
+}
+
+func (e *applyError) Error() string { return e.msg }
+func (e *applyError) Unwrap() error { return e.err }
+
 // rollBack deletes the children a pass created before it met a taken name. They are
 // seconds old; Karpenter batches pending pods for longer than that before it launches.
 func (r *WorkloadClassReconciler) rollBack(ctx context.Context, wc *v1alpha1.WorkloadClass, created []client.Object) {
 	for i := len(created) - 1; i >= 0; i-- {
 		obj := created[i]
-		if err := r.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())}); client.IgnoreNotFound(err) != nil {
-			log.FromContext(ctx).Error(err, "rolling back a create", "object", obj.GetName())
+		if err := r.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())}); err != nil {
+			if !apierrors.IsNotFound(err) {
+				log.FromContext(ctx).Error(err, "rolling back a create", "object", obj.GetName())
+			}
 			continue
 		}
 		r.event(wc, obj, "Normal", "RolledBack", "Apply", "deleted %s %s again: a name of the family is taken, so none of it is written", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName())
 	}
+}
+
+// rollBackUnfinished deletes what earlier passes left of a blocked class that has never
+// completed one (status.observedGeneration 0): all of it comes from a pass that died
+// between its creates and their rollback (a SIGKILL, a lost leader), so the family is
+// written whole or not at all across restarts too. A class that has synced keeps its
+// children: a conflict never prunes what was once applied.
+func (r *WorkloadClassReconciler) rollBackUnfinished(ctx context.Context, wc *v1alpha1.WorkloadClass, live plan.Children) {
+	if wc.Status.ObservedGeneration != 0 {
+		return
+	}
+	// rollBack deletes from the end: the NodePools and overlays before the EC2NodeClass.
+	var left []client.Object
+	if live.NodeClass != nil && live.NodeClass.DeletionTimestamp.IsZero() {
+		left = append(left, live.NodeClass)
+	}
+	for _, obj := range live.Ladder() {
+		if obj.GetDeletionTimestamp().IsZero() {
+			left = append(left, obj)
+		}
+	}
+	r.rollBack(ctx, wc, left)
 }
 
 // write sends one step and records its event (execute records the creates of a pass in

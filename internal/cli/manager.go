@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,6 +37,10 @@ func (f *managerFlags) register(c *cobra.Command) {
 	fs.StringVar(&f.PprofAddr, "pprof-bind-address", "", "address net/http/pprof binds to, e.g. 127.0.0.1:6060; empty (the default) disables it")
 	fs.BoolVar(&f.LeaderElection, "leader-elect", true, "elect a leader so only one replica reconciles; turn off for a single local run")
 	fs.StringVar(&f.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease; required out of cluster when --leader-elect is on")
+	fs.DurationVar(&f.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits after the leader's last renewal before it takes the Lease")
+	fs.DurationVar(&f.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps retrying to renew before it stops (the process exits); less than the lease duration")
+	fs.DurationVar(&f.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often replicas try to take or renew the Lease")
+	fs.StringVar(&f.UserAgent, "user-agent", "", "User-Agent of this replica's API requests, e.g. to tell replicas apart in the audit log; client-go's default (poolsmith/<version> ...) when empty")
 	fs.IntVar(&f.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "WorkloadClasses reconciled in parallel")
 	fs.Float32Var(&f.QPS, "kube-api-qps", 50, "steady queries per second to the API server")
 	fs.IntVar(&f.Burst, "kube-api-burst", 100, "burst of queries to the API server")

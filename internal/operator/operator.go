@@ -44,6 +44,12 @@ type Options struct {
 	PprofAddr               string
 	LeaderElection          bool
 	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election; zero keeps
+	// controller-runtime's defaults (15s, 10s, 2s).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// UserAgent names this replica's requests to the API server (audit logs, metrics);
+	// client-go's default when empty.
+	UserAgent               string
 	MaxConcurrentReconciles int
 	// Validator replaces the CRD validator every write is judged by (tests inject refusals).
 	Validator plan.Validator
@@ -83,6 +89,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	}
 	if opts.Burst > 0 {
 		cfg.Burst = opts.Burst
+	}
+	if opts.UserAgent != "" {
+		cfg.UserAgent = opts.UserAgent
 	}
 	if opts.Region == "" {
 		opts.Region = catalog.DefaultRegion
@@ -126,7 +135,22 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		}
 		byObject[&corev1.Namespace{}] = cache.ByObject{Label: defaults}
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	// With leader election, every write but the elector's passes the fence (fence.go).
+	cfg, lock, err := fenced(ctx, cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	var leaseDuration, renewDeadline, retryPeriod *time.Duration
+	if opts.LeaseDuration > 0 {
+		leaseDuration = &opts.LeaseDuration
+	}
+	if opts.RenewDeadline > 0 {
+		renewDeadline = &opts.RenewDeadline
+	}
+	if opts.RetryPeriod > 0 {
+		retryPeriod = &opts.RetryPeriod
+	}
+	mgrOpts := ctrl.Options{
 		Scheme:                  scheme.Scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.ProbeAddr,
@@ -134,6 +158,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		LeaseDuration:           leaseDuration,
+		RenewDeadline:           renewDeadline,
+		RetryPeriod:             retryPeriod,
 		// The binary exits right after the manager stops, so a new leader may start at once.
 		LeaderElectionReleaseOnCancel: true,
 		Controller:                    config.Controller{SkipNameValidation: &opts.SkipNameValidation},
@@ -142,7 +169,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		// managedFields (about a third of what it held; updates carry none, so the server
 		// keeps its own).
 		Cache: cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()},
-	})
+	}
+	if lock != nil {
+		mgrOpts.LeaderElectionResourceLockInterface = lock
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}

@@ -111,3 +111,13 @@ func ModuleDir(module string) (string, error) {
 	}
 	return info.Dir, nil
 }
+
+// WithAPIServerCertDir keeps kube-apiserver's certificates (its serving CA among them) in
+// dir, which the caller owns: envtest otherwise makes a new directory and a new CA on each
+// start, and a client that trusted the first CA could not reconnect after a restart of
+// APIServer over the same etcd.
+func WithAPIServerCertDir(dir string) Option {
+	return func(env *envtest.Environment) {
+		env.ControlPlane.GetAPIServer().CertDir = dir
+	}
+}
