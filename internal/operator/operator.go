@@ -94,9 +94,16 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		opts.SignalsMaxAge = DefaultSignalsMaxAge
 	}
 	managed := labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue})
+	// NodeClaims inherit poolsmith.dev/class from the rung's template: only the classes'
+	// nodes are cached, for retirement and rebalancing.
+	ofClass, err := labels.Parse(v1alpha1.LabelClass)
+	if err != nil {
+		return nil, err
+	}
 	byObject := map[client.Object]cache.ByObject{
 		&karpv1.NodePool{}:    {Label: managed},
 		&awsv1.EC2NodeClass{}: {Label: managed},
+		&karpv1.NodeClaim{}:   {Label: ofClass},
 		// Only the signals ConfigMap: no other ConfigMap of the cluster is cached.
 		&corev1.ConfigMap{}: {
 			Namespaces: map[string]cache.Config{opts.SignalsConfigMap.Namespace: {}},
