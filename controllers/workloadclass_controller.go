@@ -281,16 +281,16 @@ func (r *WorkloadClassReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// The cache holds only the signals ConfigMap (see internal/operator).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.classesForSignals)).
-		// A retired rung is deleted once its last NodeClaim is gone; that deletion changes
-		// nothing on the NodePool when its status.nodes already read 0.
-		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(classOfNodeClaim), builder.WithPredicates(onlyDeletes)).
+		// A retired rung is deleted once its last NodeClaim is gone (that deletion changes
+		// nothing on the NodePool when its status.nodes already read 0), and status counts
+		// each rung's NodeClaims.
+		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(classOfNodeClaim), builder.WithPredicates(createsAndDeletes)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
 }
 
-// onlyDeletes passes deletions only.
-var onlyDeletes = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return false },
+// createsAndDeletes passes creations and deletions only.
+var createsAndDeletes = predicate.Funcs{
 	UpdateFunc:  func(event.UpdateEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }

@@ -78,10 +78,11 @@ type RebalanceStatus struct {
 	// oldestFallback is when the longest-running of those nodes was created.
 	// +optional
 	OldestFallback *metav1.Time `json:"oldestFallback,omitempty"`
-	// moving names the NodeClaims being moved now.
-	// +listType=set
+	// moving are the moves in progress.
+	// +listType=map
+	// +listMapKey=nodeClaim
 	// +optional
-	Moving []string `json:"moving,omitempty"`
+	Moving []RebalanceMove `json:"moving,omitempty"`
 	// started, succeeded and failed count moves since the class was created. A move
 	// succeeds when the replacement lands on a higher rung, and fails when it lands on a
 	// fallback rung again.
@@ -103,3 +104,36 @@ type RebalanceStatus struct {
 	// +optional
 	Message string `json:"message,omitempty"`
 }
+
+// RebalanceMove is one node being moved up the ladder.
+type RebalanceMove struct {
+	// nodeClaim is the NodeClaim being replaced.
+	NodeClaim string `json:"nodeClaim"`
+	// from is the rung it runs on.
+	From string `json:"from"`
+	// to is the highest rung that can take its pods, where the move should land.
+	To string `json:"to"`
+	// started is when Poolsmith marked it for replacement.
+	Started metav1.Time `json:"started"`
+}
+
+// Rebalance marks and event reasons.
+const (
+	// AnnotationRebalanceHash on a NodeClaim holds its karpenter.sh/nodepool-hash from
+	// before Poolsmith changed it to mark the NodeClaim drifted; a cancelled move
+	// restores it.
+	AnnotationRebalanceHash = "poolsmith.dev/rebalance-hash"
+	// RebalanceDriftHash is the karpenter.sh/nodepool-hash a NodeClaim being moved carries.
+	RebalanceDriftHash = "poolsmith-rebalance"
+
+	// ReasonRebalanceStarted (Normal event): a node was marked for replacement.
+	ReasonRebalanceStarted = "RebalanceStarted"
+	// ReasonRebalanceSucceeded (Normal event): its replacement landed on a higher rung.
+	ReasonRebalanceSucceeded = "RebalanceSucceeded"
+	// ReasonRebalanceFailed (Warning event): its replacement landed on a fallback rung
+	// again, or the move did not finish in time; moves stop for the quiet period.
+	ReasonRebalanceFailed = "RebalanceFailed"
+	// ReasonRebalanceCancelled (Normal event): a blocker appeared before Karpenter began
+	// draining the node; its mark was removed.
+	ReasonRebalanceCancelled = "RebalanceCancelled"
+)

@@ -33,6 +33,7 @@ import (
 	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/observe"
 	"github.com/poolsmith/poolsmith/internal/plan"
+	"github.com/poolsmith/poolsmith/internal/rebalance"
 	"github.com/poolsmith/poolsmith/internal/scheme"
 )
 
@@ -154,18 +155,25 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if err := controllers.IndexBaselineName(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("indexing WorkloadClasses by Baseline: %w", err)
 	}
+	costSignals := &controllers.CostSignals{ConfigMap: opts.SignalsConfigMap, Region: opts.Region, MaxAge: opts.SignalsMaxAge, Now: opts.Now}
 	if err := (&controllers.WorkloadClassReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
 		Recorder:                mgr.GetEventRecorder("poolsmith"),
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
-		Signals:                 &controllers.CostSignals{ConfigMap: opts.SignalsConfigMap, Region: opts.Region, MaxAge: opts.SignalsMaxAge, Now: opts.Now},
+		Signals:                 costSignals,
 		NodeOverlays:            opts.NodeOverlays,
 		Validator:               opts.Validator,
 		NoAccessPolicies:        opts.NoAccessPolicies,
 		NoDefaultPolicies:       noDefaults,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the WorkloadClass controller: %w", err)
+	}
+	if err := (&rebalance.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("poolsmith"),
+		Signals: costSignals, Region: opts.Region, Now: opts.Now,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the rebalance controller: %w", err)
 	}
 	if err := (&controllers.BaselineReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Baseline controller: %w", err)
