@@ -44,7 +44,10 @@ func Resolve(class, baseline *v1alpha1.Rebalance) (Settings, error) {
 	quiet, _ := time.ParseDuration(v1alpha1.DefaultRebalanceQuietPeriod)
 	s.After, s.QuietPeriod = after, quiet
 	pick(func(l *v1alpha1.Rebalance) bool { s.Policy = orElse(l.Policy, s.Policy); return l.Policy != "" })
-	pick(func(l *v1alpha1.Rebalance) bool { bucket = orElse(l.MaxInterruption, bucket); return l.MaxInterruption != "" })
+	pick(func(l *v1alpha1.Rebalance) bool {
+		bucket = orElse(l.MaxInterruption, bucket)
+		return l.MaxInterruption != ""
+	})
 	pick(func(l *v1alpha1.Rebalance) bool {
 		if l.After != nil {
 			s.After = l.After.Duration
