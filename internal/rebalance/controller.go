@@ -180,6 +180,15 @@ func (r *Reconciler) start(ctx context.Context, wc *v1alpha1.WorkloadClass, s Se
 			held = append(held, fmt.Sprintf("NodeClaim %s has no node yet", nc.Name))
 			continue
 		}
+		// What pins a node is reported first: it holds whatever the capacity does.
+		pdbs, err := r.pdbsFor(ctx, pods)
+		if err != nil {
+			return err
+		}
+		if b := Blocker(nc, node, pods, pdbs); b != "" {
+			held = append(held, fmt.Sprintf("NodeClaim %s is blocked: %s", nc.Name, b))
+			continue
+		}
 		target, ok := Target(rungs, n.Rung, pods)
 		if !ok {
 			held = append(held, fmt.Sprintf("NodeClaim %s: no rung above %s can host its pods", nc.Name, n.Rung))
@@ -187,14 +196,6 @@ func (r *Reconciler) start(ctx context.Context, wc *v1alpha1.WorkloadClass, s Se
 		}
 		if why := target.Unavailable(s, r.now(), nc.Status.Capacity); why != "" {
 			held = append(held, fmt.Sprintf("NodeClaim %s stays on %s: %s", nc.Name, n.Rung, why))
-			continue
-		}
-		pdbs, err := r.pdbsFor(ctx, pods)
-		if err != nil {
-			return err
-		}
-		if b := Blocker(nc, node, pods, pdbs); b != "" {
-			held = append(held, fmt.Sprintf("NodeClaim %s is blocked: %s", nc.Name, b))
 			continue
 		}
 		if err := r.mark(ctx, nc); err != nil {
