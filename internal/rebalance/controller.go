@@ -51,6 +51,7 @@ type Reconciler struct {
 	Now func() time.Time
 }
 
+// +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses,verbs=get
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=list;watch;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get
@@ -60,8 +61,10 @@ type Reconciler struct {
 // Reconcile settles finished moves, then starts moves up the ladder where the evidence
 // allows, and writes status.rebalance once.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// Read past the cache: status.rebalance is this controller's memory of its moves, and
+	// the cache may not hold its last write yet.
 	wc := &v1alpha1.WorkloadClass{}
-	if err := r.Get(ctx, req.NamespacedName, wc); err != nil {
+	if err := r.APIReader.Get(ctx, req.NamespacedName, wc); err != nil {
 		if apierrors.IsNotFound(err) {
 			forget(req.Name)
 		}

@@ -92,6 +92,13 @@ func Decide(in Input) Pass {
 	for _, m := range st.Moving {
 		moving[m.NodeClaim] = true
 	}
+	// A marked NodeClaim the status does not list (its write was lost) is still moving.
+	for _, n := range in.Nodes {
+		if n.Marked && !n.Deleting && !moving[n.NodeClaim] {
+			st.Moving = append(st.Moving, v1alpha1.RebalanceMove{NodeClaim: n.NodeClaim, From: n.Rung, To: "unknown", Started: metav1.Time{Time: in.Now.Truncate(time.Second)}})
+			moving[n.NodeClaim] = true
+		}
+	}
 	st.FallbackNodes, st.OldestFallback = 0, nil
 	var fallback []Node
 	for _, n := range in.Nodes {

@@ -278,3 +278,13 @@ func TestCapacityErrorRung(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+func TestAMarkedNodeTheStatusDoesNotListStillCountsAsMoving(t *testing.T) {
+	marked := node("od-1", "web-on-demand-arm64", time.Hour)
+	marked.Marked = true
+	p := rebalance.Decide(rebalance.Input{Now: now, Settings: settings(t, preferred()), Rungs: ladder(),
+		Nodes: []rebalance.Node{marked, node("od-2", "web-on-demand-arm64", time.Hour)}})
+	if p.Slots > 0 || len(p.Status.Moving) != 1 || p.Status.Moving[0].NodeClaim != "od-1" {
+		t.Errorf("slots %d moving %+v", p.Slots, p.Status.Moving)
+	}
+}
