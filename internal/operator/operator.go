@@ -1,8 +1,8 @@
 // Package operator builds Poolsmith's controller-runtime manager: a cache that holds only
-// Poolsmith's objects, the NodePools, EC2NodeClasses and admission policies it manages and
-// the namespaces that name a default class; the reconcilers, health and readiness probes,
-// metrics and leader election. `poolsmith manager`, `make
-// demo` and the controller tests all start it here.
+// Poolsmith's objects, the NodePools, EC2NodeClasses and admission policies it manages, the
+// NodeClaims of its classes and the namespaces that name a default class; the reconcilers
+// (WorkloadClass, Baseline, rebalance), health and readiness probes, metrics and leader
+// election. `poolsmith manager`, `make demo` and the controller tests all start it here.
 package operator
 
 import (
