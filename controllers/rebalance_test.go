@@ -65,7 +65,9 @@ var _ = Describe("Rebalance controller", func() {
 		// PodDisruptionBudgets are not watched (nor cached): the controller looks again within 30 s.
 		Eventually(func() string { return claim().Annotations[karpv1.NodePoolHashAnnotationKey] }).WithTimeout(45 * time.Second).Should(Equal(v1alpha1.RebalanceDriftHash))
 		Expect(claim().Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationRebalanceHash, "12345"))
-		Eventually(func() []v1alpha1.RebalanceMove { return get(&v1alpha1.WorkloadClass{}, "rebal").Status.Rebalance.Moving }).Should(ConsistOf(
+		Eventually(func() []v1alpha1.RebalanceMove {
+			return get(&v1alpha1.WorkloadClass{}, "rebal").Status.Rebalance.Moving
+		}).Should(ConsistOf(
 			And(HaveField("NodeClaim", nc.Name), HaveField("From", "rebal-on-demand-amd64"), HaveField("To", "rebal-on-demand-arm64"))))
 
 		By("a do-not-disrupt pod arriving before Karpenter drains the node cancels the move")
