@@ -99,6 +99,10 @@ type RebalanceStatus struct {
 	// quietUntil is when moves may start again after a failure.
 	// +optional
 	QuietUntil *metav1.Time `json:"quietUntil,omitempty"`
+	// lastFailure says why the last failed move failed: where its replacement landed, or
+	// that it did not finish in time. The quiet period is its consequence.
+	// +optional
+	LastFailure string `json:"lastFailure,omitempty"`
 	// message says what the last pass decided and why, e.g. which evidence is missing or
 	// what blocks a node.
 	// +optional

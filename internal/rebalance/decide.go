@@ -123,7 +123,7 @@ func Decide(in Input) Pass {
 		st.Message = "spec.rebalance.policy is Off: no node moves"
 		out.RequeueAfter = 0
 	case st.QuietUntil != nil && in.Now.Before(st.QuietUntil.Time):
-		st.Message = fmt.Sprintf("quiet until %s after %d failed moves in a row", st.QuietUntil.UTC().Format(time.RFC3339), st.FailuresInARow)
+		st.Message = fmt.Sprintf("quiet until %s after %d failed moves in a row; the last: %s", st.QuietUntil.UTC().Format(time.RFC3339), st.FailuresInARow, st.LastFailure)
 		out.RequeueAfter = min(max(out.RequeueAfter, Recheck), st.QuietUntil.Sub(in.Now)+time.Second)
 	case len(fallback) == 0 && len(st.Moving) == 0:
 		st.Message = "no node runs on a fallback rung"
@@ -181,6 +181,7 @@ func fail(st *v1alpha1.RebalanceStatus, in Input, m v1alpha1.RebalanceMove, why 
 	st.FailuresInARow++
 	quiet := in.Settings.Quiet(st.FailuresInARow)
 	st.QuietUntil = &metav1.Time{Time: in.Now.Add(quiet).Truncate(time.Second)}
+	st.LastFailure = why
 	return Outcome{Move: m, Reason: v1alpha1.ReasonRebalanceFailed, Message: fmt.Sprintf("%s; no node moves for %s", why, quiet)}
 }
 

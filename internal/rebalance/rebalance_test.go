@@ -157,7 +157,7 @@ func TestSettleJudgesWhereTheReplacementLanded(t *testing.T) {
 			}
 			in.Status = p.Status
 			in.Now = now.Add(90 * time.Minute)
-			if p := rebalance.Decide(in); len(p.Candidates) != 0 || !strings.Contains(p.Status.Message, "quiet until") {
+			if p := rebalance.Decide(in); len(p.Candidates) != 0 || !strings.Contains(p.Status.Message, "quiet until") || !strings.Contains(p.Status.Message, "replaced by replacement on rung web-on-demand-arm64") {
 				t.Errorf("inside the quiet period: %+v", p)
 			}
 			in.Now = now.Add(2*time.Hour + time.Second)
