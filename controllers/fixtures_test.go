@@ -141,3 +141,18 @@ func ready(s metav1.ConditionStatus, msg string) status.Condition {
 func cpu(n int) corev1.ResourceList {
 	return corev1.ResourceList{corev1.ResourceCPU: resourceQuantity(fmt.Sprint(n))}
 }
+
+// newNodeClaim is a NodeClaim the way Karpenter launches it from rung pool of class: with
+// the labels it inherits from the rung's template.
+func newNodeClaim(class, pool string) *karpv1.NodeClaim {
+	return &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: pool + "-",
+			Labels:       map[string]string{karpv1.NodePoolLabelKey: pool, v1alpha1.LabelClass: class, v1alpha1.LabelRung: pool},
+		},
+		Spec: karpv1.NodeClaimSpec{
+			NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: class},
+			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}},
+		},
+	}
+}

@@ -120,6 +120,7 @@ func (r *WorkloadClassReconciler) ownWrite(wc *v1alpha1.WorkloadClass) *v1alpha1
 // +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses/finalizers,verbs=update
 // +kubebuilder:rbac:groups=poolsmith.dev,resources=baselines,verbs=list;watch
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=list;watch
 // +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeoverlays,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -346,8 +347,26 @@ func (r *WorkloadClassReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// The cache holds only the signals ConfigMap (see internal/operator).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.classesForSignals)).
+		// A retired rung is deleted once its last NodeClaim is gone (that deletion changes
+		// nothing on the NodePool when its status.nodes already read 0), and status counts
+		// each rung's NodeClaims.
+		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(classOfNodeClaim), builder.WithPredicates(createsAndDeletes)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
+}
+
+// createsAndDeletes passes creations and deletions only.
+var createsAndDeletes = predicate.Funcs{
+	UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// classOfNodeClaim is the class a NodeClaim's rung belongs to, from its inherited label.
+func classOfNodeClaim(_ context.Context, obj client.Object) []reconcile.Request {
+	if class := obj.GetLabels()[v1alpha1.LabelClass]; class != "" {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: class}}}
+	}
+	return nil
 }
 
 func (r *WorkloadClassReconciler) classesForBaseline(ctx context.Context, obj client.Object) []reconcile.Request {

@@ -139,10 +139,15 @@ var _ = Describe("WorkloadClass controller", func() {
 					return get(&v1alpha1.WorkloadClass{}, name).Status.NodePools[len(wc.Spec.CapacityTypes)].Reason
 				}).Should(ContainSubstring("Retiring"))
 				Consistently(exists(&karpv1.NodePool{}, gone)).Should(BeTrue())
-				// Karpenter reports the rung's last node gone.
+				// A NodeClaim launched before Karpenter's status.nodes refresh counts it.
+				claim := newNodeClaim(name, gone)
+				create(claim)
 				np := get(&karpv1.NodePool{}, gone)
 				np.Status.Nodes = ptr.To[int64](0)
 				Expect(env.Client.Status().Update(ctx, np)).To(Succeed())
+				Consistently(exists(&karpv1.NodePool{}, gone), "2s").Should(BeTrue())
+				// Its last NodeClaim gone, the rung is deleted.
+				Expect(env.Client.Delete(ctx, claim)).To(Succeed())
 				Eventually(exists(&karpv1.NodePool{}, gone)).Should(BeFalse())
 			default:
 				Eventually(exists(&karpv1.NodePool{}, gone)).Should(BeFalse())

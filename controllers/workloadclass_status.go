@@ -101,7 +101,8 @@ func childReady(conds []status.Condition) (metav1.ConditionStatus, string) {
 func (r *WorkloadClassReconciler) setRungs(wc *v1alpha1.WorkloadClass, res *render.Result, live plan.Children, retiring []*karpv1.NodePool) {
 	var out []v1alpha1.RungStatus
 	for _, rung := range res.Rungs {
-		s := v1alpha1.RungStatus{Name: rung.Name, Weight: rung.Weight, CapacityType: rung.CapacityType, Arch: rung.Arch, Slice: rung.Slice, Ready: metav1.ConditionUnknown, PriceSources: rung.PriceSources}
+		s := v1alpha1.RungStatus{Name: rung.Name, Weight: rung.Weight, CapacityType: rung.CapacityType, Arch: rung.Arch, Slice: rung.Slice, Ready: metav1.ConditionUnknown, PriceSources: rung.PriceSources,
+			Nodes: int32(len(live.NodeClaims[rung.Name]))}
 		s.Reason = fmt.Sprintf("weight %d: %s", rung.Weight, rung.WeightReason)
 		if np, ok := live.NodePools[rung.Name]; ok {
 			st, msg := childReady(np.Status.Conditions)
@@ -117,7 +118,7 @@ func (r *WorkloadClassReconciler) setRungs(wc *v1alpha1.WorkloadClass, res *rend
 		if np.Status.Nodes != nil {
 			nodes = fmt.Sprint(*np.Status.Nodes)
 		}
-		out = append(out, v1alpha1.RungStatus{Name: np.Name, Weight: ptrValue(np.Spec.Weight), Ready: metav1.ConditionFalse,
+		out = append(out, v1alpha1.RungStatus{Name: np.Name, Weight: ptrValue(np.Spec.Weight), Ready: metav1.ConditionFalse, Nodes: int32(len(live.NodeClaims[np.Name])),
 			CapacityType: v1alpha1.CapacityType(pinned(np, karpv1.CapacityTypeLabelKey)), Arch: v1alpha1.Architecture(pinned(np, corev1.LabelArchStable)),
 			Reason: fmt.Sprintf("Retiring: no longer rendered; limits are zero and it is deleted once it has no nodes (nodes: %s)", nodes)})
 	}

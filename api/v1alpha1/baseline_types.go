@@ -24,6 +24,11 @@ type BaselineSpec struct {
 	// are mandatory, like tags.
 	// +optional
 	NodePool NodePoolDefaults `json:"nodePool,omitempty"`
+
+	// rebalance is the default for every class's spec.rebalance; a class overrides each
+	// field separately.
+	// +optional
+	Rebalance *Rebalance `json:"rebalance,omitempty"`
 }
 
 // NodePoolDefaults are the NodePool fields a Baseline sets for every derived NodePool.

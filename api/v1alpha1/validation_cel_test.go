@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
 	. "github.com/onsi/ginkgo/v2"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -51,6 +53,9 @@ func validClass() *v1alpha1.WorkloadClass {
 			FallbackExpireAfter: ptr.To(karpv1.MustParseNillableDuration("24h")),
 			Weighting:           &v1alpha1.Weighting{Strategy: v1alpha1.WeightingStatic, Ceiling: ptr.To[int32](80)},
 			PrunePolicy:         v1alpha1.PruneRetire,
+			Rebalance: &v1alpha1.Rebalance{Policy: v1alpha1.RebalancePreferred, MaxInterruption: "5-10%",
+				After: &metav1.Duration{Duration: 30 * time.Minute}, MaxConcurrent: ptr.To(intstr.FromString("25%")),
+				QuietPeriod: &metav1.Duration{Duration: time.Hour}},
 			Access: &v1alpha1.Access{
 				Namespaces: []string{"web", "web-staging"},
 				NamespaceSelector: &v1alpha1.NamespaceSelector{
@@ -303,6 +308,18 @@ var _ = DescribeTable("rejects an invalid WorkloadClass, naming the field",
 	Entry("access selector expression key syntax", func(wc *v1alpha1.WorkloadClass) {
 		wc.Spec.Access.NamespaceSelector.MatchExpressions[0].Key = "-bad"
 	}, "spec.access.namespaceSelector.matchExpressions[0].key", "label keys must be qualified names"),
+	Entry("unknown rebalance policy", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Rebalance.Policy = "Always" },
+		"spec.rebalance.policy", `supported values: "Off", "Preferred"`),
+	Entry("unknown interruption bucket", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Rebalance.MaxInterruption = "12%" },
+		"spec.rebalance.maxInterruption", `supported values: "<5%", "5-10%", "10-15%", "15-20%", ">20%"`),
+	Entry("rebalance maxConcurrent zero", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Rebalance.MaxConcurrent = ptr.To(intstr.FromInt32(0)) },
+		"spec.rebalance.maxConcurrent", "must be a number of at least 1 or a percentage from 1% to 100%"),
+	Entry("rebalance maxConcurrent above 100%", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Rebalance.MaxConcurrent = ptr.To(intstr.FromString("150%")) },
+		"spec.rebalance.maxConcurrent", "must be a number of at least 1 or a percentage from 1% to 100%"),
+	Entry("rebalance maxConcurrent neither number nor percentage", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Rebalance.MaxConcurrent = ptr.To(intstr.FromString("two")) },
+		"spec.rebalance.maxConcurrent", "must be a number of at least 1 or a percentage from 1% to 100%"),
+	Entry("rebalance quietPeriod zero", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Rebalance.QuietPeriod = &metav1.Duration{} },
+		"spec.rebalance.quietPeriod", "must be a positive duration"),
 	Entry("requirement minValues above its values", func(wc *v1alpha1.WorkloadClass) {
 		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "example.com/rack", Operator: "In", Values: []string{"a"}, MinValues: ptr.To(2)}}
 	}, "spec.requirements[0]: Invalid value", "requirements with 'minValues' must have at least that many values"),
@@ -326,6 +343,9 @@ var _ = DescribeTable("rejects an invalid Baseline, naming the field",
 	}, "spec.nodeClass", "nodeClass.amiFamily is required when no amiSelectorTerm is an alias"),
 	Entry("restricted tag (Karpenter's own rule)", func(b *v1alpha1.Baseline) { b.Spec.NodeClass.Tags["karpenter.sh/nodepool"] = "x" },
 		"spec.nodeClass.tags", "tag contains a restricted tag matching karpenter.sh/nodepool"),
+	Entry("rebalance default with an unknown policy", func(b *v1alpha1.Baseline) {
+		b.Spec.Rebalance = &v1alpha1.Rebalance{Policy: "On"}
+	}, "spec.rebalance.policy", `supported values: "Off", "Preferred"`),
 	Entry("no subnet selector (Karpenter's own rule)", func(b *v1alpha1.Baseline) { b.Spec.NodeClass.SubnetSelectorTerms = nil },
 		"spec.nodeClass.subnetSelectorTerms", "Required value"),
 	Entry("node label in Karpenter's domain", func(b *v1alpha1.Baseline) { b.Spec.NodePool.Labels["karpenter.sh/nodepool"] = "x" },

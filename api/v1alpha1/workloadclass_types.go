@@ -203,6 +203,11 @@ type WorkloadClassSpec struct {
 	// +optional
 	FallbackExpireAfter *karpv1.NillableDuration `json:"fallbackExpireAfter,omitempty"`
 
+	// rebalance moves nodes from fallback rungs back up the ladder when the preferred rung
+	// can take them again. Off unless set here or on the Baseline; see the README.
+	// +optional
+	Rebalance *Rebalance `json:"rebalance,omitempty"`
+
 	// terminationGracePeriod is how long Karpenter waits for a node to drain before it
 	// terminates the node regardless, e.g. 2h. Overrides the Baseline and the profile.
 	// +kubebuilder:validation:Pattern=`^([0-9]+(s|m|h))+$`
@@ -599,6 +604,9 @@ type RungStatus struct {
 	// no price ranked it (Static weights, reserved capacity, no priced type).
 	// +optional
 	PriceSources string `json:"priceSources,omitempty"`
+	// nodes is how many of the class's NodeClaims the rung holds.
+	// +optional
+	Nodes int32 `json:"nodes,omitempty"`
 }
 
 // WorkloadClassStatus is the observed state of a WorkloadClass.
@@ -635,6 +643,10 @@ type WorkloadClassStatus struct {
 	// +listMapKey=name
 	// +optional
 	NodePools []RungStatus `json:"nodePools,omitempty"`
+
+	// rebalance reports moves of nodes back up the ladder (spec.rebalance).
+	// +optional
+	Rebalance *RebalanceStatus `json:"rebalance,omitempty"`
 }
 
 // WorkloadClass declares what one kind of workload needs. Poolsmith renders it, on top of

@@ -47,6 +47,7 @@ const (
 	CheckFallbackPreferred  = "fallback-expiry-on-preferred"
 	CheckUnknownSlice       = "unknown-slice"
 	CheckSpotOutlier        = "spot-outlier"
+	CheckRebalanceExpiry    = "rebalance-with-fallback-expiry"
 )
 
 // Finding is one problem.
@@ -118,6 +119,7 @@ func Lint(classes []Class, opts render.Options) []Finding {
 		checkSlices(c, cat, add)
 		checkTaints(c, add)
 		checkFallback(c, add)
+		checkRebalanceExpiry(c, add)
 		checkOutliers(c, opts, outliers, add)
 	}
 	results := make([]*render.Result, len(ok))
@@ -342,6 +344,38 @@ func checkFallback(c Class, add adder) {
 			return
 		}
 	}
+}
+
+// checkRebalanceExpiry warns when spec.rebalance and fallbackExpireAfter both replace
+// fallback nodes: an expired node can land on a fallback rung again and then be moved,
+// disrupting its pods twice, and expiry ignores do-not-disrupt and PDBs.
+func checkRebalanceExpiry(c Class, add adder) {
+	policy := v1alpha1.RebalanceOff
+	for _, r := range []*v1alpha1.Rebalance{c.Class.Spec.Rebalance, baselineRebalance(c.Baseline)} {
+		if r != nil && r.Policy != "" {
+			policy = r.Policy
+			break
+		}
+	}
+	if policy != v1alpha1.RebalancePreferred || len(c.Result.NodePools) == 0 {
+		return
+	}
+	top := c.Result.NodePools[0].Spec.Template.Spec.ExpireAfter
+	for i, rung := range c.Result.Rungs {
+		exp := c.Result.NodePools[i].Spec.Template.Spec.ExpireAfter
+		if rung.Fallback && exp.Duration != nil && (top.Duration == nil || *exp.Duration < *top.Duration) {
+			add(Warning, "WorkloadClass/"+c.Class.Name, CheckRebalanceExpiry,
+				"spec.rebalance moves fallback nodes up the ladder and fallbackExpireAfter also recycles them every %s, ignoring do-not-disrupt and PDBs: a node can be disrupted twice; set fallbackExpireAfter: Never, or rebalance.policy: Off", exp.String())
+			return
+		}
+	}
+}
+
+func baselineRebalance(b *v1alpha1.Baseline) *v1alpha1.Rebalance {
+	if b == nil {
+		return nil
+	}
+	return b.Spec.Rebalance
 }
 
 // checkSelectsNothing finds rungs whose requirements contradict each other through what

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/catalog"
@@ -225,5 +226,24 @@ func TestSpotOutliersAreListed(t *testing.T) {
 		if f.Check == lint.CheckSpotOutlier {
 			t.Errorf("no outlier is left, got %v", f)
 		}
+	}
+}
+
+func TestRebalanceWithFallbackExpiry(t *testing.T) {
+	preferred := &v1alpha1.Rebalance{Policy: v1alpha1.RebalancePreferred}
+	// General sets fallbackExpireAfter; spot then on-demand gives fallback rungs.
+	both := rendered(t, class("both", v1alpha1.WorkloadClassSpec{Rebalance: preferred}))
+	never := rendered(t, class("never", v1alpha1.WorkloadClassSpec{Rebalance: preferred, FallbackExpireAfter: ptr.To(karpv1.MustParseNillableDuration("Never"))}))
+	off := rendered(t, class("off", v1alpha1.WorkloadClassSpec{}))
+	f := lint.Lint([]lint.Class{both, never, off}, render.Options{})
+	if !has(f, lint.Warning, "WorkloadClass/both", lint.CheckRebalanceExpiry) || has(f, lint.Warning, "WorkloadClass/never", lint.CheckRebalanceExpiry) || has(f, lint.Warning, "WorkloadClass/off", lint.CheckRebalanceExpiry) {
+		t.Errorf("rebalance/expiry check wrong: %v", f)
+	}
+	// The Baseline's default turns it on too.
+	byBaseline := rendered(t, class("by-baseline", v1alpha1.WorkloadClassSpec{}))
+	byBaseline.Baseline = byBaseline.Baseline.DeepCopy()
+	byBaseline.Baseline.Spec.Rebalance = preferred
+	if f := lint.Lint([]lint.Class{byBaseline}, render.Options{}); !has(f, lint.Warning, "WorkloadClass/by-baseline", lint.CheckRebalanceExpiry) {
+		t.Errorf("Baseline default not seen: %v", f)
 	}
 }

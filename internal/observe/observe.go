@@ -60,6 +60,11 @@ func (c Cluster) Children(ctx context.Context, wc *v1alpha1.WorkloadClass) (plan
 		return live, fmt.Errorf("listing NodePools of WorkloadClass %s: %w", wc.Name, err)
 	}
 	live.NodePools = controlledBy(pools.Items, wc)
+	claims, err := c.NodeClaims(ctx, wc.Name)
+	if err != nil {
+		return live, err
+	}
+	live.NodeClaims = claims
 	if c.NodeOverlays {
 		overlays := &karpv1alpha1.NodeOverlayList{}
 		if err := c.Cached.List(ctx, overlays, owned); err != nil {
@@ -100,6 +105,22 @@ func (c Cluster) Children(ctx context.Context, wc *v1alpha1.WorkloadClass) (plan
 		}
 	}
 	return live, nil
+}
+
+// NodeClaims lists the class's NodeClaims (they inherit poolsmith.dev/class from the
+// rung's template) by the NodePool that launched them.
+func (c Cluster) NodeClaims(ctx context.Context, class string) (map[string][]*karpv1.NodeClaim, error) {
+	claims := &karpv1.NodeClaimList{}
+	if err := c.Cached.List(ctx, claims, client.MatchingLabels{v1alpha1.LabelClass: class}); err != nil {
+		return nil, fmt.Errorf("listing NodeClaims of WorkloadClass %s: %w", class, err)
+	}
+	out := map[string][]*karpv1.NodeClaim{}
+	for i := range claims.Items {
+		nc := &claims.Items[i]
+		pool := nc.Labels[karpv1.NodePoolLabelKey]
+		out[pool] = append(out[pool], nc)
+	}
+	return out, nil
 }
 
 // listPolicies lists one policy kind and adds those the class controls to into, by KIND/NAME.

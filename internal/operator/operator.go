@@ -1,8 +1,8 @@
 // Package operator builds Poolsmith's controller-runtime manager: a cache that holds only
-// Poolsmith's objects, the NodePools, EC2NodeClasses and admission policies it manages and
-// the namespaces that name a default class; the reconcilers, health and readiness probes,
-// metrics and leader election. `poolsmith manager`, `make
-// demo` and the controller tests all start it here.
+// Poolsmith's objects, the NodePools, EC2NodeClasses and admission policies it manages, the
+// NodeClaims of its classes and the namespaces that name a default class; the reconcilers
+// (WorkloadClass, Baseline, rebalance), health and readiness probes, metrics and leader
+// election. `poolsmith manager`, `make demo` and the controller tests all start it here.
 package operator
 
 import (
@@ -33,6 +33,7 @@ import (
 	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/observe"
 	"github.com/poolsmith/poolsmith/internal/plan"
+	"github.com/poolsmith/poolsmith/internal/rebalance"
 	"github.com/poolsmith/poolsmith/internal/scheme"
 )
 
@@ -103,9 +104,16 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		opts.SignalsMaxAge = DefaultSignalsMaxAge
 	}
 	managed := labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue})
+	// NodeClaims inherit poolsmith.dev/class from the rung's template: only the classes'
+	// nodes are cached, for retirement and rebalancing.
+	ofClass, err := labels.Parse(v1alpha1.LabelClass)
+	if err != nil {
+		return nil, err
+	}
 	byObject := map[client.Object]cache.ByObject{
 		&karpv1.NodePool{}:    {Label: managed},
 		&awsv1.EC2NodeClass{}: {Label: managed},
+		&karpv1.NodeClaim{}:   {Label: ofClass},
 		// Only the signals ConfigMap: no other ConfigMap of the cluster is cached.
 		&corev1.ConfigMap{}: {
 			Namespaces: map[string]cache.Config{opts.SignalsConfigMap.Namespace: {}},
@@ -180,18 +188,25 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if err := controllers.IndexBaselineName(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("indexing WorkloadClasses by Baseline: %w", err)
 	}
+	costSignals := &controllers.CostSignals{ConfigMap: opts.SignalsConfigMap, Region: opts.Region, MaxAge: opts.SignalsMaxAge, Now: opts.Now}
 	if err := (&controllers.WorkloadClassReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
 		Recorder:                mgr.GetEventRecorder("poolsmith"),
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
-		Signals:                 &controllers.CostSignals{ConfigMap: opts.SignalsConfigMap, Region: opts.Region, MaxAge: opts.SignalsMaxAge, Now: opts.Now},
+		Signals:                 costSignals,
 		NodeOverlays:            opts.NodeOverlays,
 		Validator:               opts.Validator,
 		NoAccessPolicies:        opts.NoAccessPolicies,
 		NoDefaultPolicies:       noDefaults,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the WorkloadClass controller: %w", err)
+	}
+	if err := (&rebalance.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("poolsmith"),
+		Signals: costSignals, Region: opts.Region, Now: opts.Now,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the rebalance controller: %w", err)
 	}
 	if err := (&controllers.BaselineReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Baseline controller: %w", err)

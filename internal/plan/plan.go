@@ -210,6 +210,11 @@ type Children struct {
 	NodeOverlays map[string]*karpv1alpha1.NodeOverlay
 	// Policies are the admission policies and bindings, by KIND/NAME.
 	Policies map[string]client.Object
+	// NodeClaims are the class's NodeClaims by the NodePool that launched them
+	// (karpenter.sh/nodepool). A retired rung is deleted only when it has none: Karpenter
+	// refreshes a NodePool's status.nodes only every few seconds, so a NodeClaim launched
+	// just before retirement is not counted there yet.
+	NodeClaims map[string][]*karpv1.NodeClaim
 }
 
 // PolicyObjects are the admission policies and bindings, by KIND/NAME: a class's deletion
@@ -466,7 +471,7 @@ func pruneSteps(in Input) ([]Step, error) {
 			step.Action, step.Live, step.Object = Orphan, live, orphaned(live, in.Class)
 		case v1alpha1.PruneRetire:
 			switch {
-			case np.Status.Nodes != nil && *np.Status.Nodes == 0:
+			case np.Status.Nodes != nil && *np.Status.Nodes == 0 && len(in.Live.NodeClaims[name]) == 0:
 				step.Action = Delete
 			case metav1.HasAnnotation(np.ObjectMeta, v1alpha1.AnnotationRetired) && zeroLimits(np.Spec.Limits):
 				step.Action = Retiring

@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -187,17 +188,25 @@ func TestPrunePolicies(t *testing.T) {
 	for _, tc := range []struct {
 		policy v1alpha1.PrunePolicy
 		nodes  *int64
+		// claims are NodeClaims of the rung that status.nodes does not count yet.
+		claims int
 		want   plan.Action
 	}{
-		{"", nil, plan.Delete},
-		{v1alpha1.PruneDelete, ptr.To[int64](3), plan.Delete},
-		{v1alpha1.PruneOrphan, nil, plan.Orphan},
-		{v1alpha1.PruneRetire, ptr.To[int64](3), plan.Retire},
-		{v1alpha1.PruneRetire, ptr.To[int64](0), plan.Delete},
+		{"", nil, 0, plan.Delete},
+		{v1alpha1.PruneDelete, ptr.To[int64](3), 0, plan.Delete},
+		{v1alpha1.PruneOrphan, nil, 0, plan.Orphan},
+		{v1alpha1.PruneRetire, ptr.To[int64](3), 0, plan.Retire},
+		{v1alpha1.PruneRetire, ptr.To[int64](0), 0, plan.Delete},
+		// A NodeClaim launched just before Karpenter's last status.nodes refresh.
+		{v1alpha1.PruneRetire, ptr.To[int64](0), 1, plan.Retire},
 	} {
 		wc, res := fixture(t, func(wc *v1alpha1.WorkloadClass) { wc.Spec.PrunePolicy = tc.policy })
 		live := synced(t, wc, res)
 		live.NodePools["web-on-demand-amd64"].Status.Nodes = tc.nodes
+		live.NodeClaims = map[string][]*karpv1.NodeClaim{}
+		for i := range tc.claims {
+			live.NodeClaims["web-on-demand-amd64"] = append(live.NodeClaims["web-on-demand-amd64"], &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-on-demand-amd64-%d", i)}})
+		}
 		_, fewer := fixture(t, func(wc *v1alpha1.WorkloadClass) {
 			wc.Spec.PrunePolicy = tc.policy
 			wc.Spec.CapacityTypes = wc.Spec.CapacityTypes[:1]
@@ -205,7 +214,7 @@ func TestPrunePolicies(t *testing.T) {
 		p := compute(t, plan.Input{Class: wc, Result: fewer, Live: live})
 		last := p.Steps[len(p.Steps)-1]
 		if last.Ref() != "NodePool/web-on-demand-amd64" || last.Action != tc.want {
-			t.Errorf("%q with nodes %v: got %s %s, want %s", tc.policy, tc.nodes, last.Action, last.Ref(), tc.want)
+			t.Errorf("%q with nodes %v and %d NodeClaims: got %s %s, want %s", tc.policy, tc.nodes, tc.claims, last.Action, last.Ref(), tc.want)
 			continue
 		}
 		if invalid := p.Validate(schema(t)); len(invalid) > 0 {

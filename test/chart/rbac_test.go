@@ -15,6 +15,7 @@ import (
 	"time"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	"github.com/awslabs/operatorpkg/status"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -551,6 +552,9 @@ func (s *scenario) run() error {
 	if err := s.access(apply); err != nil {
 		return err
 	}
+	if err := s.rebalance(apply); err != nil {
+		return err
+	}
 
 	// Retire: gpu (prunePolicy Retire) drops its spot rungs; they are retired, not deleted.
 	gpu := &v1alpha1.WorkloadClass{}
@@ -656,6 +660,75 @@ func (s *scenario) run() error {
 		return errDetected{where}
 	}
 	return nil
+}
+
+// rebalance drives spec.rebalance: a class with a NodeClaim on its fallback rung, a node
+// and a pod on it, and its top rung Ready (Karpenter's part, played here). The controller
+// reads the class past the cache (get), the node (get), the pods on it (list), their
+// PodDisruptionBudgets and the capacity events (list), and marks the NodeClaim (patch);
+// NodeClaims are cached (list, watch).
+func (s *scenario) rebalance(apply func(client.Object) error) error {
+	wc := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "WorkloadClass",
+		"metadata": map[string]any{"name": "rebalance"},
+		"spec": map[string]any{
+			"architectures": []any{"arm64"}, "capacityTypes": []any{"spot", "on-demand"},
+			"instances": map[string]any{"families": []any{"m7g"}}, "fallbackExpireAfter": "Never",
+			"rebalance": map[string]any{"policy": "Preferred", "after": "0s"},
+		},
+	}}
+	if err := apply(wc); err != nil {
+		return err
+	}
+	if err := s.wait("WorkloadClass rebalance Synced=True", func() (bool, error) {
+		c, gen, err := condition("rebalance", v1alpha1.ConditionSynced)
+		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen, err
+	}); err != nil {
+		return err
+	}
+	top := &karpv1.NodePool{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "rebalance-spot-arm64"}, top); err != nil {
+		return err
+	}
+	top.Status.Conditions = []status.Condition{{Type: status.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now(), ObservedGeneration: top.Generation}}
+	if err := env.Client.Status().Update(ctx, top); err != nil {
+		return err
+	}
+	const nodeName = "rbac-rebalance-node"
+	nc := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "rebalance-on-demand-arm64-rbac1",
+			Labels:      map[string]string{karpv1.NodePoolLabelKey: "rebalance-on-demand-arm64", v1alpha1.LabelClass: "rebalance", v1alpha1.LabelRung: "rebalance-on-demand-arm64"},
+			Annotations: map[string]string{karpv1.NodePoolHashAnnotationKey: "1", karpv1.NodePoolHashVersionAnnotationKey: karpv1.NodePoolHashVersion}},
+		Spec: karpv1.NodeClaimSpec{
+			NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "rebalance"},
+			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}}},
+		},
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rbac-rebalance", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
+	for _, o := range []client.Object{nc, node, pod} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		_ = env.Client.Delete(ctx, pod, client.GracePeriodSeconds(0))
+		_ = env.Client.Delete(ctx, node)
+		_ = env.Client.Delete(ctx, nc)
+		_ = env.Client.Delete(ctx, &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: "rebalance"}})
+	}()
+	nc.Status.NodeName = nodeName
+	if err := env.Client.Status().Update(ctx, nc); err != nil {
+		return err
+	}
+	return s.wait("NodeClaim "+nc.Name+" marked drifted by the rebalance controller", func() (bool, error) {
+		got := &karpv1.NodeClaim{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(nc), got); err != nil {
+			return false, err
+		}
+		return got.Annotations[karpv1.NodePoolHashAnnotationKey] == v1alpha1.RebalanceDriftHash, nil
+	})
 }
 
 // access drives the admission policies (the Access section of the README): a restricted
