@@ -61,10 +61,8 @@ type Reconciler struct {
 // Reconcile settles finished moves, then starts moves up the ladder where the evidence
 // allows, and writes status.rebalance once.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	// Read past the cache: status.rebalance is this controller's memory of its moves, and
-	// the cache may not hold its last write yet.
 	wc := &v1alpha1.WorkloadClass{}
-	if err := r.APIReader.Get(ctx, req.NamespacedName, wc); err != nil {
+	if err := r.Get(ctx, req.NamespacedName, wc); err != nil {
 		if apierrors.IsNotFound(err) {
 			forget(req.Name)
 		}
@@ -90,7 +88,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	marked := slices.ContainsFunc(slices.Collect(maps.Values(claims)), func(nc *karpv1.NodeClaim) bool { return isMarked(nc) })
 	if settings.Policy != v1alpha1.RebalancePreferred && wc.Status.Rebalance == nil && !marked {
-		return ctrl.Result{}, nil // never enabled: no status to write
+		return ctrl.Result{}, nil // never enabled: no status to write, and no request sent
+	}
+	// From here read past the cache: status.rebalance is this controller's memory of its
+	// moves, and the cache may not hold its last write yet.
+	if err := r.APIReader.Get(ctx, req.NamespacedName, wc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !wc.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	if settings, err = Resolve(wc.Spec.Rebalance, defaults); err != nil {
+		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 	in := Input{Now: r.now(), Settings: settings, Rungs: rungs}
 	if wc.Status.Rebalance != nil {
