@@ -101,6 +101,21 @@ type Catalog struct {
 	// Dates are the sources' dates by source name ("catalog", "karpenter"), from the
 	// catalog's "source" rows.
 	Dates map[string]string
+
+	derived sync.Map // Derived's results, by key
+}
+
+// Derived returns compute's result for key, computed once per catalog: every class priced
+// against the same catalog shares what is derived from it (a rung's price over hundreds of
+// types, for one) instead of deriving it again on every render. compute must depend on
+// nothing but the catalog and what key spells out, and the catalog must not change after
+// its first use (a changed feed makes a new catalog).
+func (c *Catalog) Derived(key string, compute func() any) any {
+	if v, ok := c.derived.Load(key); ok {
+		return v
+	}
+	v, _ := c.derived.LoadOrStore(key, compute())
+	return v
 }
 
 var (

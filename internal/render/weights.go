@@ -4,7 +4,11 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/catalog"
@@ -130,7 +134,39 @@ func (r *renderer) rungCost(t *template, rung Rung, riskAdjusted bool) rungCost 
 	if rung.CapacityType == v1alpha1.CapacityTypeReserved {
 		return rungCost{known: true, priceKind: c.priceKind}
 	}
-	matcher := catalog.NewMatcher(plain(rungRequirements(t, rung)))
+	reqs := plain(rungRequirements(t, rung))
+	// The scan below reads only the catalog and what the key names, so classes with the
+	// same rung share it (on a Baseline edit it was a quarter of each render's CPU).
+	key := costKey(r.region, c.unit, r.unit(), r.podShape(), rung.CapacityType, riskAdjusted, reqs)
+	return r.catalog.Derived(key, func() any { return r.scanCost(c, reqs, rung, riskAdjusted) }).(rungCost)
+}
+
+// costKey spells out every input of scanCost besides the catalog.
+func costKey(region, unit string, u catalog.Unit, shape *v1alpha1.PodShape, ct v1alpha1.CapacityType, riskAdjusted bool, reqs []karpv1.NodeSelectorRequirementWithMinValues) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "rungCost\x00%s\x00%s\x00%s\x00%s\x00%t", region, unit, u, ct, riskAdjusted)
+	if shape != nil {
+		q := func(v *resource.Quantity) string {
+			if v == nil {
+				return ""
+			}
+			return v.String()
+		}
+		gpu := ""
+		if shape.GPU != nil {
+			gpu = strconv.FormatInt(int64(*shape.GPU), 10)
+		}
+		fmt.Fprintf(&b, "\x00shape %s/%s/%s", q(shape.CPU), q(shape.Memory), gpu)
+	}
+	for _, r := range reqs {
+		fmt.Fprintf(&b, "\x00%s %s %s", r.Key, r.Operator, strings.Join(r.Values, ","))
+	}
+	return b.String()
+}
+
+// scanCost prices a rung over every type of the catalog its requirements allow.
+func (r *renderer) scanCost(c rungCost, reqs []karpv1.NodeSelectorRequirementWithMinValues, rung Rung, riskAdjusted bool) rungCost {
+	matcher := catalog.NewMatcher(reqs)
 	type candidate struct {
 		name           string
 		unitPrice, adj float64

@@ -2,10 +2,12 @@ package render_test
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -233,6 +235,59 @@ func TestPriceSourcesAreNamed(t *testing.T) {
 	for _, r := range res.Rungs {
 		if !strings.Contains(r.WeightReason, "(catalog 2025-05-28)") || r.PriceSources != string(r.CapacityType)+": catalog 2025-05-28 (60)" {
 			t.Errorf("%s: reason %q, sources %q", r.Name, r.WeightReason, r.PriceSources)
+		}
+	}
+}
+
+// TestRendersSharingACatalogPriceEachRungByItsOwnInputs renders classes that differ in
+// every input of a rung's price one after another against one catalog (which keeps each
+// rung's price for the next render), and each alone against a fresh catalog: the weights,
+// their reasons and price sources must be the same.
+func TestRendersSharingACatalogPriceEachRungByItsOwnInputs(t *testing.T) {
+	extra := `type	fc1.large	fc1	fc	1	large	arm64	2	8192	0	-	-	0	0
+type	fd1.xlarge	fd1	fd	1	xlarge	amd64	4	16384	0	-	-	0	0
+price	us-east-1	fc1.large	0.1	0.03	0.03	2
+price	us-east-1	fd1.xlarge	0.22	0.05	0.06	1
+price	eu-west-1	fa1.large	0.3	0.01	0.02	0
+price	eu-west-1	fd1.xlarge	0.2	0.05	0.06	4
+`
+	all := []string{"fa1.large", "fb1.large", "fc1.large", "fd1.xlarge"}
+	variants := map[string][]func(*v1alpha1.WorkloadClass){
+		"default":   {withTypes(all...)},
+		"cost":      {withTypes(all...), strategy(v1alpha1.WeightingCost)},
+		"on-demand": {withTypes(all...), withCapacityTypes(v1alpha1.CapacityTypeOnDemand)},
+		"arm":       {withTypes(all...), withArchitectures(v1alpha1.ArchitectureARM64)},
+		"two types": {withTypes("fa1.large", "fd1.xlarge")},
+		"pod shape": {withTypes(all...), func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.Weighting = &v1alpha1.Weighting{Strategy: v1alpha1.WeightingCost, PodShape: &v1alpha1.PodShape{CPU: ptr.To(resource.MustParse("1"))}}
+		}},
+		"bigger pods": {withTypes(all...), func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.Weighting = &v1alpha1.Weighting{Strategy: v1alpha1.WeightingCost, PodShape: &v1alpha1.PodShape{CPU: ptr.To(resource.MustParse("1500m"))}}
+		}},
+	}
+	profiles := []v1alpha1.Profile{v1alpha1.ProfileGeneral, v1alpha1.ProfileMemoryOptimized}
+	summary := func(cat *catalog.Catalog, region string, profile v1alpha1.Profile, mutate []func(*v1alpha1.WorkloadClass)) string {
+		res, err := render.Render(baseline(), class("w", profile, mutate...), render.Options{Catalog: cat, Region: region})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, r := range res.Rungs {
+			fmt.Fprintf(&b, "%s %d %s %s\n", r.Name, r.Weight, r.WeightReason, r.PriceSources)
+		}
+		return b.String()
+	}
+	shared := testCatalog(t, extra)
+	names := slices.Sorted(maps.Keys(variants))
+	for _, region := range []string{"us-east-1", "eu-west-1"} {
+		for _, profile := range profiles {
+			for _, name := range names {
+				got := summary(shared, region, profile, variants[name])
+				want := summary(testCatalog(t, extra), region, profile, variants[name])
+				if got != want {
+					t.Errorf("%s, %s, %s: rendered after other classes against the same catalog:\n%s\nalone:\n%s", region, profile, name, got, want)
+				}
+			}
 		}
 	}
 }
