@@ -73,8 +73,10 @@ func (r *WorkloadClassReconciler) execute(ctx context.Context, wc *v1alpha1.Work
 		}
 		applies.WithLabelValues(s.Kind, string(s.Action)).Inc()
 	}
-	if len(created) > 0 {
-		// One event for the pass's creates, not one per child: a new class is one event.
+	if len(created) > 0 && wc.Status.ObservedGeneration > 0 {
+		// One event for the pass's creates, not one per child, and none for a class's first
+		// family: its Synced condition names what was created, and a new class costs one
+		// request per child, the finalizer and one status write.
 		var refs []string
 		for _, obj := range created {
 			refs = append(refs, plan.KindOf(obj)+"/"+obj.GetName())

@@ -416,11 +416,6 @@ func (s *scenario) run() error {
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: "general"}, general); err != nil {
 		return err
 	}
-	if err := s.wait("an Applied event (events.k8s.io) on WorkloadClass general", func() (bool, error) {
-		return hasEvent(general.UID, "Applied")
-	}); err != nil {
-		return err
-	}
 	if err := s.wait("the leader-election event (core/v1) on the Lease", func() (bool, error) {
 		evs := &corev1.EventList{}
 		if err := env.Client.List(ctx, evs, client.InNamespace(in.sa.Namespace)); err != nil {
@@ -465,6 +460,11 @@ func (s *scenario) run() error {
 		n, err := countChildren(&karpv1.NodePoolList{}, "general")
 		c, gen, cerr := condition("general", v1alpha1.ConditionSynced)
 		return err == nil && cerr == nil && n > 0 && n < before && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen, errors.Join(err, cerr)
+	}); err != nil {
+		return err
+	}
+	if err := s.wait("a Pruned event (events.k8s.io) on WorkloadClass general", func() (bool, error) {
+		return hasEvent(general.UID, "Pruned")
 	}); err != nil {
 		return err
 	}
