@@ -286,7 +286,7 @@ var _ = Describe("Rebalance while spot capacity stays off", func() {
 		expectRunning(class, 2)
 
 		AddReportEntry("rebalance with spot off", fmt.Sprintf(
-			"first move %s after spot failed (%s after the spot rung's last capacity error)\n"+
+			"first move %s after spot was switched off (%s after the spot rung's last capacity error)\n"+
 				"move failed %s after it started: %s\n"+
 				"quiet until %s (%s after the failure); watched %s of it: %d further moves\n"+
 				"launches during the move: %s",
