@@ -18,9 +18,9 @@ GINKGO_VERSION = $(shell GOTOOLCHAIN=$(GOTOOLCHAIN) go list -m -f '{{.Version}}'
 FUZZTIME ?= 60s
 # Extra flags for go test, e.g. TESTFLAGS='-run TestRender -v'.
 TESTFLAGS ?=
-# Time cap of each end-to-end test binary (go test -timeout); the suite takes about 10
+# Time cap of each end-to-end test binary (go test -timeout); the suite takes about 20
 # minutes on 2 shared cores.
-E2E_TIMEOUT ?= 20m
+E2E_TIMEOUT ?= 26m
 # The fault suite (make chaos): SIGKILLs of the manager, their random moments' seed (empty:
 # a new seed, printed), and how long the conflicting writer runs.
 CHAOS_KILLS ?= 20

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -74,6 +75,7 @@ type Cluster struct {
 	// LogDir holds the components' logs.
 	LogDir string
 
+	karpenter *karpenter
 	cancel    context.CancelFunc
 	done      sync.WaitGroup
 	mgrErr    chan error
@@ -151,6 +153,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err != nil {
 		return c, err
 	}
+	c.karpenter = karpenter
 	c.done.Go(func() { karpenter.Start(runCtx) })
 
 	// Karpenter has set the process's loggers; Poolsmith's manager logs beside it.
@@ -170,6 +173,18 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 
 // ManagerErr reports Poolsmith's manager stopping.
 func (c *Cluster) ManagerErr() <-chan error { return c.mgrErr }
+
+// ForgetCapacityErrors makes Karpenter forget that the given instance types failed for
+// capacity at capacityType in any zone, as it does on its own 3 minutes after the last
+// failure: a test that switched their capacity off and on again leaves no memory of it
+// to the tests after it.
+func (c *Cluster) ForgetCapacityErrors(capacityType string, types []string) {
+	for _, t := range types {
+		for _, z := range c.Cloud.Zones() {
+			c.karpenter.unavailable.Delete(ec2types.InstanceType(t), z, capacityType)
+		}
+	}
+}
 
 // Stop stops every component and the control plane.
 func (c *Cluster) Stop() error {

@@ -51,6 +51,8 @@ const clusterEndpoint = "https://poolsmith-local.invalid"
 type karpenter struct {
 	ctx context.Context
 	op  *coreoperator.Operator
+	// unavailable is the AWS provider's memory of offerings that failed for capacity.
+	unavailable *awscache.UnavailableOfferings
 }
 
 // Start runs the operator until ctx is done.
@@ -205,5 +207,5 @@ func startKarpenter(ctx context.Context, c *Cluster, opts Options) (*karpenter, 
 			prices, amis, launchTemplates, versions, instanceTypes,
 			capacityReservations, placementGroups, amiResolver, zonalShift,
 			instanceStatus, caBundle, celEnv)...)
-	return &karpenter{ctx: kctx, op: op}, nil
+	return &karpenter{ctx: kctx, op: op, unavailable: unavailableOfferings}, nil
 }

@@ -4,10 +4,12 @@ package e2e_test
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +21,7 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/operator"
+	"github.com/poolsmith/poolsmith/internal/rebalance"
 	"github.com/poolsmith/poolsmith/internal/signals"
 )
 
@@ -73,15 +76,7 @@ var _ = Describe("Rebalance (spec.rebalance) after spot capacity returns", func(
 
 		// One pod a node: two that may move, and one that does not-disrupt.
 		spread := func(name string, replicas int32, annotations map[string]string) client.Object {
-			d := deployment(name, class, replicas, "1")
-			d.Spec.Template.Labels["e2e.poolsmith.dev/spread"] = class
-			d.Spec.Template.Annotations = annotations
-			d.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-					TopologyKey:   corev1.LabelHostname,
-					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"e2e.poolsmith.dev/spread": class}},
-				}}}}
-			return d
+			return spreadDeployment(class, name, replicas, annotations)
 		}
 		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: class, Namespace: namespace},
 			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(0)),
@@ -154,6 +149,209 @@ var _ = Describe("Rebalance (spec.rebalance) after spot capacity returns", func(
 		AddReportEntry("rebalance", "both movable nodes on the top rung "+time.Since(failedAt).Round(time.Second).String()+" after spot failed\n"+describe(nodeClaims(class)))
 	})
 })
+
+var _ = Describe("Rebalance while spot capacity stays off", func() {
+	It("moves one node, counts its landing on the fallback rung again as failed, and moves nothing more for the quiet period", func() {
+		// m6i only, like the scenario above, and off for the whole scenario. Cleanup
+		// switches it back on and makes Karpenter forget the failures, so a scenario
+		// that runs next finds m6i spot as every scenario starts: available.
+		types := []string{"m6i.large"}
+		cluster.Cloud.SetAvailable(false, karpv1.CapacityTypeSpot, types)
+		DeferCleanup(func() {
+			cluster.Cloud.SetAvailable(true, karpv1.CapacityTypeSpot, types)
+			cluster.ForgetCapacityErrors(karpv1.CapacityTypeSpot, types)
+		})
+		spotOff := time.Now()
+		freshSignals(map[string]int{"m6i.large": 0})
+
+		const class = "rebal-quiet"
+		const quiet = 2 * time.Minute
+		top, fallbackRung := class+"-spot-amd64", class+"-on-demand-amd64"
+		wc := workloadClass(class, func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.Architectures = []v1alpha1.Architecture{v1alpha1.ArchitectureAMD64}
+			wc.Spec.Instances = &v1alpha1.InstanceShape{Families: []string{"m6i"}}
+			wc.Spec.FallbackExpireAfter = ptr.To(karpv1.MustParseNillableDuration("Never"))
+			wc.Spec.Disruption = &v1alpha1.Disruption{ConsolidateAfter: ptr.To(karpv1.MustParseNillableDuration("Never"))}
+			wc.Spec.Rebalance = &v1alpha1.Rebalance{Policy: v1alpha1.RebalancePreferred, After: &metav1.Duration{Duration: 20 * time.Second},
+				QuietPeriod: &metav1.Duration{Duration: quiet}, MaxConcurrent: ptr.To(intstr.FromInt32(1))}
+		})
+		create(wc)
+		expectClassReady(class)
+		create(spreadDeployment(class, class, 2, nil))
+		expectRunning(class, 2)
+		fallback := nodeClaims(class)
+		Expect(rungsOf(fallback)).To(Equal(map[string]int{fallbackRung: 2}), describe(fallback))
+
+		// Every NodeClaim ever seen marked, with how often it went from unmarked to
+		// marked, read every 2 seconds from here to the end.
+		type sighting struct {
+			at    time.Time
+			marks int
+			now   bool
+		}
+		seen := map[string]*sighting{}
+		observe := func() {
+			GinkgoHelper()
+			for _, nc := range allNodeClaims(class) {
+				s := seen[nc.Name]
+				isMarked := nc.Annotations[karpv1.NodePoolHashAnnotationKey] == v1alpha1.RebalanceDriftHash
+				switch {
+				case isMarked && s == nil:
+					seen[nc.Name] = &sighting{at: time.Now(), marks: 1, now: true}
+				case isMarked && !s.now:
+					s.marks++
+					s.now = true
+				case !isMarked && s != nil:
+					s.now = false
+				}
+			}
+		}
+		status := func() v1alpha1.RebalanceStatus {
+			GinkgoHelper()
+			if st := get(&v1alpha1.WorkloadClass{}, class).Status.Rebalance; st != nil {
+				return *st
+			}
+			return v1alpha1.RebalanceStatus{}
+		}
+
+		By("after the capacity-error wait, one node moves")
+		launchesBefore := len(cluster.Cloud.Launches())
+		var first string
+		Eventually(func(g Gomega) {
+			observe()
+			g.Expect(seen).NotTo(BeEmpty(), "no NodeClaim marked yet; status: %s", status().Message)
+		}).WithTimeout(5 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		Expect(seen).To(HaveLen(1), "one move at a time (maxConcurrent 1)")
+		for name := range seen {
+			first = name
+		}
+		moved := seen[first].at
+		Expect(first).To(BeElementOf(names(fallback)), "the move is of a fallback node")
+		lastICE := lastCapacityError(top, moved)
+		Expect(lastICE.IsZero()).To(BeFalse(), "Karpenter tried the spot rung first and failed for capacity")
+		Expect(moved.Sub(lastICE)).To(BeNumerically(">=", rebalance.KarpenterICEMemory-2*time.Second),
+			"no move within 3 minutes of the spot rung's last InsufficientCapacityError")
+
+		By("the replacement lands on the on-demand rung again: the move fails and the quiet period starts")
+		var st v1alpha1.RebalanceStatus
+		Eventually(func(g Gomega) {
+			observe()
+			st = status()
+			g.Expect(st.Failed).To(BeNumerically("==", 1), "status: %s", st.Message)
+		}).WithTimeout(5 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		failed := time.Now()
+		Expect(st.Started).To(BeNumerically("==", 1))
+		Expect(st.Succeeded).To(BeZero())
+		Expect(st.Moving).To(BeEmpty())
+		Expect(st.FailuresInARow).To(BeNumerically("==", 1))
+		Expect(st.QuietUntil).NotTo(BeNil())
+		Expect(st.QuietUntil.Time).To(BeTemporally("~", failed.Add(quiet), 10*time.Second), "the quiet period is spec.rebalance.quietPeriod after the failure")
+		Expect(st.LastFailure).To(ContainSubstring("NodeClaim " + first + " was replaced by "))
+		Expect(st.LastFailure).To(ContainSubstring("on rung " + fallbackRung + ", not above " + fallbackRung))
+		Expect(st.Message).To(HavePrefix("quiet until " + st.QuietUntil.UTC().Format(time.RFC3339) + " after 1 failed moves in a row"))
+		Eventually(func() []string { return classEvents(class, v1alpha1.ReasonRebalanceFailed) }).Should(ConsistOf(
+			And(ContainSubstring("NodeClaim "+first+" was replaced by "), HaveSuffix("; no node moves for "+quiet.String()))),
+			"one Warning event says why the move failed and for how long nothing moves")
+		claims := nodeClaims(class)
+		Expect(rungsOf(claims)).To(Equal(map[string]int{fallbackRung: 2}), describe(claims))
+		Expect(names(claims)).NotTo(ContainElement(first), "Karpenter replaced the moved node")
+		Expect(disruptions("drifted", fallbackRung)).To(BeNumerically("==", 1), "Karpenter replaced it through drift")
+		var launches []string
+		for _, l := range cluster.Cloud.Launches()[launchesBefore:] {
+			if pool := l.Tags[karpv1.NodePoolLabelKey]; pool == top || pool == fallbackRung {
+				got := "insufficient capacity"
+				if l.Chosen.InstanceType != "" {
+					got = l.Chosen.String()
+				}
+				launches = append(launches, pool+": "+got)
+			}
+		}
+
+		By("for the rest of the quiet period nothing else moves")
+		window := time.Until(st.QuietUntil.Time) - 2*time.Second
+		Expect(window).To(BeNumerically(">", quiet/2), "most of the quiet period is left to watch")
+		Consistently(func(g Gomega) {
+			observe()
+			g.Expect(seen).To(HaveLen(1), "a second NodeClaim marked within the quiet period")
+			for name, s := range seen {
+				g.Expect(s.marks).To(Equal(1), "NodeClaim %s marked twice", name)
+			}
+			now := status()
+			g.Expect(now.Started).To(BeNumerically("==", 1))
+			g.Expect(now.Moving).To(BeEmpty())
+			g.Expect(now.Message).To(HavePrefix("quiet until "))
+		}).WithTimeout(window).WithPolling(2 * time.Second).Should(Succeed())
+		Expect(rungsOf(nodeClaims(class))).To(Equal(map[string]int{fallbackRung: 2}))
+		Expect(classEvents(class, v1alpha1.ReasonRebalanceStarted)).To(HaveLen(1), "one move started in all")
+		expectRunning(class, 2)
+
+		AddReportEntry("rebalance with spot off", fmt.Sprintf(
+			"first move %s after spot was switched off (%s after the spot rung's last capacity error)\n"+
+				"move failed %s after it started: %s\n"+
+				"quiet until %s (%s after the failure); watched %s of it: %d further moves\n"+
+				"launches during the move: %s",
+			moved.Sub(spotOff).Round(time.Second), moved.Sub(lastICE).Round(time.Second),
+			failed.Sub(moved).Round(time.Second), st.LastFailure,
+			st.QuietUntil.UTC().Format(time.RFC3339), st.QuietUntil.Sub(failed).Round(time.Second), window.Round(time.Second), len(seen)-1,
+			strings.Join(launches, "; ")))
+	})
+})
+
+// lastCapacityError is when a NodeClaim of the rung last failed with Karpenter's
+// InsufficientCapacityError event before the time given; zero when none did.
+func lastCapacityError(rung string, before time.Time) time.Time {
+	GinkgoHelper()
+	list := &corev1.EventList{}
+	Expect(cluster.Client.List(ctx, list, client.MatchingFields{"reason": "InsufficientCapacityError"})).To(Succeed())
+	var last time.Time
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind != "NodeClaim" || rebalance.CapacityErrorRung(e.InvolvedObject.Name) != rung {
+			continue
+		}
+		for _, t := range []time.Time{e.CreationTimestamp.Time, e.EventTime.Time, e.LastTimestamp.Time, e.FirstTimestamp.Time} {
+			if t.After(last) && t.Before(before) {
+				last = t
+			}
+		}
+	}
+	return last
+}
+
+// classEvents are the messages of the class's events with the reason.
+func classEvents(class, reason string) []string {
+	GinkgoHelper()
+	list := &corev1.EventList{}
+	Expect(cluster.Client.List(ctx, list, client.MatchingFields{"reason": reason})).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == "WorkloadClass" && e.InvolvedObject.Name == class {
+			out = append(out, e.Message)
+		}
+	}
+	return out
+}
+
+func names(claims []karpv1.NodeClaim) []string {
+	var out []string
+	for _, nc := range claims {
+		out = append(out, nc.Name)
+	}
+	return out
+}
+
+// spreadDeployment is a Deployment of the class's pods, one a node: required
+// anti-affinity with every pod of the same class's spread deployments.
+func spreadDeployment(class, name string, replicas int32, annotations map[string]string) *appsv1.Deployment {
+	d := deployment(name, class, replicas, "1")
+	d.Spec.Template.Labels["e2e.poolsmith.dev/spread"] = class
+	d.Spec.Template.Annotations = annotations
+	d.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey:   corev1.LabelHostname,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"e2e.poolsmith.dev/spread": class}},
+		}}}}
+	return d
+}
 
 // nodeOf is the node the app's single pod runs on.
 func nodeOf(app string) string {
