@@ -86,7 +86,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	marked := slices.ContainsFunc(slices.Collect(maps.Values(claims)), func(nc *karpv1.NodeClaim) bool { return isMarked(nc) })
+	marked := slices.ContainsFunc(slices.Collect(maps.Values(claims)), IsMarked)
 	if settings.Policy != v1alpha1.RebalancePreferred && wc.Status.Rebalance == nil && !marked {
 		return ctrl.Result{}, nil // never enabled: no status to write, and no request sent
 	}
@@ -107,7 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	for _, nc := range claims {
 		in.Nodes = append(in.Nodes, Node{NodeClaim: nc.Name, Rung: nc.Labels[karpv1.NodePoolLabelKey], Created: nc.CreationTimestamp.Time,
-			Deleting: !nc.DeletionTimestamp.IsZero(), Marked: isMarked(nc)})
+			Deleting: !nc.DeletionTimestamp.IsZero(), Marked: IsMarked(nc)})
 	}
 	pass := Decide(in)
 	st := pass.Status
@@ -119,7 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if settings.Policy != v1alpha1.RebalancePreferred {
 		st.Moving = nil
 		for _, nc := range claims {
-			if isMarked(nc) && nc.DeletionTimestamp.IsZero() {
+			if IsMarked(nc) && nc.DeletionTimestamp.IsZero() {
 				unmark = append(unmark, nc.Name)
 			}
 		}
@@ -353,7 +353,8 @@ func (r *Reconciler) pdbsFor(ctx context.Context, pods []*corev1.Pod) ([]policyv
 	return out, nil
 }
 
-func isMarked(nc *karpv1.NodeClaim) bool {
+// IsMarked says whether the NodeClaim carries Poolsmith's drift mark: it is being moved.
+func IsMarked(nc *karpv1.NodeClaim) bool {
 	return nc.Annotations[karpv1.NodePoolHashAnnotationKey] == v1alpha1.RebalanceDriftHash
 }
 
@@ -374,7 +375,7 @@ func (r *Reconciler) mark(ctx context.Context, nc *karpv1.NodeClaim) error {
 
 // unmark restores the hash the NodeClaim had, so Karpenter clears its Drifted condition.
 func (r *Reconciler) unmark(ctx context.Context, nc *karpv1.NodeClaim) error {
-	if nc == nil || !isMarked(nc) {
+	if nc == nil || !IsMarked(nc) {
 		return nil
 	}
 	orig := nc.DeepCopy()

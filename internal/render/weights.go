@@ -137,14 +137,14 @@ func (r *renderer) rungCost(t *template, rung Rung, riskAdjusted bool) rungCost 
 	reqs := plain(rungRequirements(t, rung))
 	// The scan below reads only the catalog and what the key names, so classes with the
 	// same rung share it (on a Baseline edit it was a quarter of each render's CPU).
-	key := costKey(r.region, c.unit, r.unit(), r.podShape(), rung.CapacityType, riskAdjusted, reqs)
+	key := costKey(r.region, r.unit(), r.podShape(), rung.CapacityType, riskAdjusted, reqs)
 	return r.catalog.Derived(key, func() any { return r.scanCost(c, reqs, rung, riskAdjusted) }).(rungCost)
 }
 
 // costKey spells out every input of scanCost besides the catalog.
-func costKey(region, unit string, u catalog.Unit, shape *v1alpha1.PodShape, ct v1alpha1.CapacityType, riskAdjusted bool, reqs []karpv1.NodeSelectorRequirementWithMinValues) string {
+func costKey(region string, u catalog.Unit, shape *v1alpha1.PodShape, ct v1alpha1.CapacityType, riskAdjusted bool, reqs []karpv1.NodeSelectorRequirementWithMinValues) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "rungCost\x00%s\x00%s\x00%s\x00%s\x00%t", region, unit, u, ct, riskAdjusted)
+	fmt.Fprintf(&b, "rungCost\x00%s\x00%s\x00%s\x00%t", region, u, ct, riskAdjusted)
 	if shape != nil {
 		q := func(v *resource.Quantity) string {
 			if v == nil {

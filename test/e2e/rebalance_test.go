@@ -51,37 +51,22 @@ func freshSignals(buckets map[string]int) {
 
 var _ = Describe("Rebalance (spec.rebalance) after spot capacity returns", func() {
 	It("moves fallback nodes back to the top rung through Karpenter's drift, one at a time, through PDBs, and never a do-not-disrupt node", func() {
-		// m6i only (no other scenario pins it). Karpenter remembers the failed offerings
+		// m6i only (no scenario but these two pins it). Karpenter remembers the failed offerings
 		// for 3 minutes; Poolsmith waits that long after the last capacity error, so they
 		// are forgotten before this scenario ends.
 		types := []string{"m6i.large"}
-		cluster.Cloud.SetAvailable(false, karpv1.CapacityTypeSpot, types)
-		DeferCleanup(func() { cluster.Cloud.SetAvailable(true, karpv1.CapacityTypeSpot, types) })
-		failedAt := time.Now()
-		freshSignals(map[string]int{"m6i.large": 0})
+		failedAt := switchSpotOff(types)
 
 		const class = "rebal"
-		wc := workloadClass(class, func(wc *v1alpha1.WorkloadClass) {
-			wc.Spec.Architectures = []v1alpha1.Architecture{v1alpha1.ArchitectureAMD64}
-			wc.Spec.Instances = &v1alpha1.InstanceShape{Families: []string{"m6i"}}
-			wc.Spec.FallbackExpireAfter = ptr.To(karpv1.MustParseNillableDuration("Never"))
-			// Karpenter's consolidation off (the General profile turns it on): only
-			// Poolsmith's rebalance may move these nodes.
-			wc.Spec.Disruption = &v1alpha1.Disruption{ConsolidateAfter: ptr.To(karpv1.MustParseNillableDuration("Never"))}
-			wc.Spec.Rebalance = &v1alpha1.Rebalance{Policy: v1alpha1.RebalanceOff, After: &metav1.Duration{Duration: 20 * time.Second},
-				QuietPeriod: &metav1.Duration{Duration: time.Minute}, MaxConcurrent: ptr.To(intstr.FromInt32(1))}
-		})
+		wc := rebalanceClass(class, v1alpha1.RebalanceOff, time.Minute)
 		create(wc)
 		expectClassReady(class)
 
 		// One pod a node: two that may move, and one that does not-disrupt.
-		spread := func(name string, replicas int32, annotations map[string]string) client.Object {
-			return spreadDeployment(class, name, replicas, annotations)
-		}
 		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: class, Namespace: namespace},
 			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(0)),
 				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{labelApp: class}}}}
-		create(pdb, spread(class, 2, nil), spread(class+"-pinned", 1, map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}))
+		create(pdb, spreadDeployment(class, class, 2, nil), spreadDeployment(class, class+"-pinned", 1, map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}))
 		expectRunning(class, 2)
 		expectRunning(class+"-pinned", 1)
 		fallback := nodeClaims(class)
@@ -95,7 +80,7 @@ var _ = Describe("Rebalance (spec.rebalance) after spot capacity returns", func(
 		marked := func() int {
 			n := 0
 			for _, nc := range nodeClaims(class) {
-				if nc.Annotations[karpv1.NodePoolHashAnnotationKey] == v1alpha1.RebalanceDriftHash {
+				if rebalance.IsMarked(&nc) {
 					n++
 				}
 			}
@@ -124,7 +109,7 @@ var _ = Describe("Rebalance (spec.rebalance) after spot capacity returns", func(
 			claims := nodeClaims(class)
 			n := 0
 			for _, nc := range claims {
-				if nc.Annotations[karpv1.NodePoolHashAnnotationKey] != v1alpha1.RebalanceDriftHash {
+				if !rebalance.IsMarked(&nc) {
 					continue
 				}
 				n++
@@ -155,27 +140,12 @@ var _ = Describe("Rebalance while spot capacity stays off", func() {
 		// m6i only, like the scenario above, and off for the whole scenario. Cleanup
 		// switches it back on and makes Karpenter forget the failures, so a scenario
 		// that runs next finds m6i spot as every scenario starts: available.
-		types := []string{"m6i.large"}
-		cluster.Cloud.SetAvailable(false, karpv1.CapacityTypeSpot, types)
-		DeferCleanup(func() {
-			cluster.Cloud.SetAvailable(true, karpv1.CapacityTypeSpot, types)
-			cluster.ForgetCapacityErrors(karpv1.CapacityTypeSpot, types)
-		})
-		spotOff := time.Now()
-		freshSignals(map[string]int{"m6i.large": 0})
+		spotOff := switchSpotOff([]string{"m6i.large"})
 
 		const class = "rebal-quiet"
 		const quiet = 2 * time.Minute
 		top, fallbackRung := class+"-spot-amd64", class+"-on-demand-amd64"
-		wc := workloadClass(class, func(wc *v1alpha1.WorkloadClass) {
-			wc.Spec.Architectures = []v1alpha1.Architecture{v1alpha1.ArchitectureAMD64}
-			wc.Spec.Instances = &v1alpha1.InstanceShape{Families: []string{"m6i"}}
-			wc.Spec.FallbackExpireAfter = ptr.To(karpv1.MustParseNillableDuration("Never"))
-			wc.Spec.Disruption = &v1alpha1.Disruption{ConsolidateAfter: ptr.To(karpv1.MustParseNillableDuration("Never"))}
-			wc.Spec.Rebalance = &v1alpha1.Rebalance{Policy: v1alpha1.RebalancePreferred, After: &metav1.Duration{Duration: 20 * time.Second},
-				QuietPeriod: &metav1.Duration{Duration: quiet}, MaxConcurrent: ptr.To(intstr.FromInt32(1))}
-		})
-		create(wc)
+		create(rebalanceClass(class, v1alpha1.RebalancePreferred, quiet))
 		expectClassReady(class)
 		create(spreadDeployment(class, class, 2, nil))
 		expectRunning(class, 2)
@@ -194,7 +164,7 @@ var _ = Describe("Rebalance while spot capacity stays off", func() {
 			GinkgoHelper()
 			for _, nc := range allNodeClaims(class) {
 				s := seen[nc.Name]
-				isMarked := nc.Annotations[karpv1.NodePoolHashAnnotationKey] == v1alpha1.RebalanceDriftHash
+				isMarked := rebalance.IsMarked(&nc)
 				switch {
 				case isMarked && s == nil:
 					seen[nc.Name] = &sighting{at: time.Now(), marks: 1, now: true}
@@ -296,6 +266,40 @@ var _ = Describe("Rebalance while spot capacity stays off", func() {
 			strings.Join(launches, "; ")))
 	})
 })
+
+// switchSpotOff switches spot capacity for the types off, with fresh signals that rate
+// them least interrupted, and returns when. When the scenario ends, spot is switched back
+// on and Karpenter forgets the failures, so the next scenario finds it as every scenario
+// starts: available.
+func switchSpotOff(types []string) time.Time {
+	GinkgoHelper()
+	cluster.Cloud.SetAvailable(false, karpv1.CapacityTypeSpot, types)
+	DeferCleanup(func() {
+		cluster.Cloud.SetAvailable(true, karpv1.CapacityTypeSpot, types)
+		cluster.ForgetCapacityErrors(karpv1.CapacityTypeSpot, types)
+	})
+	off := time.Now()
+	buckets := map[string]int{}
+	for _, t := range types {
+		buckets[t] = 0
+	}
+	freshSignals(buckets)
+	return off
+}
+
+// rebalanceClass is an amd64 class of m6i only whose nodes only Poolsmith's rebalance may
+// move: Karpenter's consolidation (the General profile turns it on) and the fallback
+// expiry are off. Nodes move after 20 s on a fallback rung, one at a time.
+func rebalanceClass(name string, policy v1alpha1.RebalancePolicy, quiet time.Duration) *v1alpha1.WorkloadClass {
+	return workloadClass(name, func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Architectures = []v1alpha1.Architecture{v1alpha1.ArchitectureAMD64}
+		wc.Spec.Instances = &v1alpha1.InstanceShape{Families: []string{"m6i"}}
+		wc.Spec.FallbackExpireAfter = ptr.To(karpv1.MustParseNillableDuration("Never"))
+		wc.Spec.Disruption = &v1alpha1.Disruption{ConsolidateAfter: ptr.To(karpv1.MustParseNillableDuration("Never"))}
+		wc.Spec.Rebalance = &v1alpha1.Rebalance{Policy: policy, After: &metav1.Duration{Duration: 20 * time.Second},
+			QuietPeriod: &metav1.Duration{Duration: quiet}, MaxConcurrent: ptr.To(intstr.FromInt32(1))}
+	})
+}
 
 // lastCapacityError is when a NodeClaim of the rung last failed with Karpenter's
 // InsufficientCapacityError event before the time given; zero when none did.
