@@ -54,11 +54,10 @@ func (r *renderer) template() *template {
 	t := &template{origins: origins{}}
 	o := t.origins
 
-	r.checkReservedLabels("baseline.spec.nodePool.labels", bnp.Labels)
-	r.checkReservedLabels("spec.labels", spec.Labels)
+	r.checkLabels("baseline.spec.nodePool.labels", bnp.Labels)
+	r.checkLabels("spec.labels", spec.Labels)
 	t.labels = r.mergeMandatory("labels", bnp.Labels, spec.Labels, tmplPath+".metadata.labels", o)
 	t.annotations = r.mergeMandatory("annotations", bnp.Annotations, spec.Annotations, tmplPath+".metadata.annotations", o)
-	r.validateLabels(t.labels)
 
 	profileTaints := append([]v1alpha1.Taint(nil), r.profile.Taints...)
 	if r.profile.ClassTaint {
@@ -200,28 +199,23 @@ func (r *renderer) mergeMandatory(field string, base, class map[string]string, p
 	return merged
 }
 
-// checkReservedLabels refuses, as admission does, label keys in Poolsmith's own domain:
-// poolsmith.dev/class and poolsmith.dev/rung are the renderer's, and a class or Baseline
-// value would silently relabel every rung.
-func (r *renderer) checkReservedLabels(field string, labels map[string]string) {
+// checkLabels checks one layer's labels under that layer's own field, so an error names
+// the object that holds the bad label (a Baseline's label is not the class's fault). It
+// refuses, as admission does, keys in Poolsmith's own domain (poolsmith.dev/class and
+// poolsmith.dev/rung are the renderer's, and a class or Baseline value would silently
+// relabel every rung), and checks what the CRDs cannot afford to: every label's characters.
+func (r *renderer) checkLabels(field string, labels map[string]string) {
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		path := field + "[" + k + "]"
 		if domain, _, ok := strings.Cut(k, "/"); ok && strings.HasSuffix(domain, v1alpha1.GroupVersion.Group) {
-			r.invalid(field+"["+k+"]", "the poolsmith.dev label domain is reserved for the labels Poolsmith sets (poolsmith.dev/class, poolsmith.dev/rung)")
-		}
-	}
-}
-
-// validateLabels checks what the CRDs cannot afford to: every label's characters.
-func (r *renderer) validateLabels(labels map[string]string) {
-	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		if k == v1alpha1.LabelClass {
-			continue // the class's name, checked as metadata.name
+			r.invalid(path, "the poolsmith.dev label domain is reserved for the labels Poolsmith sets (poolsmith.dev/class, poolsmith.dev/rung)")
+			continue
 		}
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
-			r.invalid("spec.labels["+k+"]", strings.Join(errs, "; "))
+			r.invalid(path, strings.Join(errs, "; "))
 		}
 		if errs := validation.IsValidLabelValue(labels[k]); len(errs) > 0 {
-			r.invalid("spec.labels["+k+"]", fmt.Sprintf("value %q: %s", labels[k], strings.Join(errs, "; ")))
+			r.invalid(path, fmt.Sprintf("value %q: %s", labels[k], strings.Join(errs, "; ")))
 		}
 	}
 }

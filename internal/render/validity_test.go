@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -93,6 +94,13 @@ func TestNegativeBoundsAndLimitsAreRefusedNotDropped(t *testing.T) {
 		}},
 		{"podShape memory -1Gi", "spec.weighting.podShape.memory", func(wc *v1alpha1.WorkloadClass) {
 			wc.Spec.Weighting = &v1alpha1.Weighting{PodShape: &v1alpha1.PodShape{Memory: ptr.To(resource.MustParse("-1Gi"))}}
+		}},
+		// A zero request fits any number of pods: every rung would silently go unpriced.
+		{"podShape cpu 0", "spec.weighting.podShape.cpu", func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.Weighting = &v1alpha1.Weighting{PodShape: &v1alpha1.PodShape{CPU: ptr.To(resource.MustParse("0"))}}
+		}},
+		{"podShape memory 0 beside cpu", "spec.weighting.podShape.memory", func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.Weighting = &v1alpha1.Weighting{PodShape: &v1alpha1.PodShape{CPU: ptr.To(resource.MustParse("1")), Memory: ptr.To(resource.MustParse("0"))}}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -203,6 +211,24 @@ func TestShortenedRungNamesAreValidForEveryClassName(t *testing.T) {
 	}
 	if checked < 10000 {
 		t.Errorf("checked only %d names", checked)
+	}
+}
+
+// An invalid Baseline label is the Baseline's error, not the class's: the class's owner
+// cannot fix it, and a message naming spec.labels sends them looking in the wrong object.
+func TestInvalidBaselineLabelIsBlamedOnTheBaseline(t *testing.T) {
+	b := baseline(func(b *v1alpha1.Baseline) {
+		b.Spec.NodePool.Labels = v1alpha1.NodeLabels{"example.com/team": "not valid!"}
+	})
+	renderError(t, b, class("c", v1alpha1.ProfileGeneral), v1alpha1.ReasonInvalidSpec, "baseline.spec.nodePool.labels[example.com/team]", "not valid!")
+	_, err := render.Render(b, class("c", v1alpha1.ProfileGeneral), render.Options{})
+	var errs render.Errors
+	if errors.As(err, &errs) {
+		for _, e := range errs {
+			if strings.HasPrefix(e.Field, "spec.") {
+				t.Errorf("the Baseline's label is blamed on the class: %s: %s", e.Field, e.Message)
+			}
+		}
 	}
 }
 
