@@ -239,7 +239,13 @@ var _ = DescribeTable("rejects an invalid WorkloadClass, naming the field",
 		"spec.limits", "limits must not be negative"),
 	Entry("negative pod shape cpu", func(wc *v1alpha1.WorkloadClass) {
 		wc.Spec.Weighting.PodShape = &v1alpha1.PodShape{CPU: ptr.To(resource.MustParse("-500m"))}
-	}, "spec.weighting.podShape.cpu", "must not be negative"),
+	}, "spec.weighting.podShape.cpu", "must be positive"),
+	Entry("zero pod shape cpu", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Weighting.PodShape = &v1alpha1.PodShape{CPU: ptr.To(resource.MustParse("0"))}
+	}, "spec.weighting.podShape.cpu", "must be positive"),
+	Entry("zero pod shape memory", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Weighting.PodShape = &v1alpha1.PodShape{Memory: ptr.To(resource.MustParse("0Gi"))}
+	}, "spec.weighting.podShape.memory", "must be positive"),
 	Entry("family ending in '-'", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Instances.Families = []string{"m7-"} },
 		"spec.instances.families[0]", "should match"),
 	Entry("excluded family ending in '-'", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Instances.ExcludeFamilies = []string{"t3-"} },

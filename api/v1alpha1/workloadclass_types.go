@@ -517,12 +517,13 @@ type Weighting struct {
 // PodShape is a reference pod's resource requests.
 // +kubebuilder:validation:XValidation:rule="has(self.cpu) || has(self.memory) || has(self.gpu)",message="podShape needs at least one of cpu, memory or gpu"
 type PodShape struct {
-	// cpu requested by the pod, e.g. 500m.
-	// +kubebuilder:validation:XValidation:rule="!quantity(string(self)).isLessThan(quantity('0'))",message="must not be negative"
+	// cpu requested by the pod, e.g. 500m. Positive: a zero request fits any number of pods
+	// on every type, so nothing could be priced per pod.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="must be positive"
 	// +optional
 	CPU *resource.Quantity `json:"cpu,omitempty"`
-	// memory requested by the pod, e.g. 1Gi.
-	// +kubebuilder:validation:XValidation:rule="!quantity(string(self)).isLessThan(quantity('0'))",message="must not be negative"
+	// memory requested by the pod, e.g. 1Gi. Positive, like cpu.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="must be positive"
 	// +optional
 	Memory *resource.Quantity `json:"memory,omitempty"`
 	// gpu is the number of GPUs (nvidia.com/gpu) requested by the pod.

@@ -222,8 +222,9 @@ func (r *renderer) checkEnums(spec v1alpha1.WorkloadClassSpec) {
 	}
 }
 
-// checkSigns refuses negative limits and pod shapes, which admission refuses too: a
-// negative limit would render every rung with a zero limit, so no node would launch.
+// checkSigns refuses negative limits and pod shapes that are not positive, which admission
+// refuses too: a negative limit would render every rung with a zero limit, so no node would
+// launch, and a zero request fits any number of pods, so no rung could be priced per pod.
 func (r *renderer) checkSigns(spec v1alpha1.WorkloadClassSpec) {
 	for _, name := range slices.Sorted(maps.Keys(spec.Limits)) {
 		if q := spec.Limits[name]; q.Sign() < 0 {
@@ -236,8 +237,8 @@ func (r *renderer) checkSigns(spec v1alpha1.WorkloadClassSpec) {
 			field string
 			q     *resource.Quantity
 		}{{"spec.weighting.podShape.cpu", ps.CPU}, {"spec.weighting.podShape.memory", ps.Memory}} {
-			if q.q != nil && q.q.Sign() < 0 {
-				r.invalid(q.field, fmt.Sprintf("%s: must not be negative", q.q.String()))
+			if q.q != nil && q.q.Sign() <= 0 {
+				r.invalid(q.field, fmt.Sprintf("%s: must be positive", q.q.String()))
 			}
 		}
 		if ps.GPU != nil && *ps.GPU < 1 {
