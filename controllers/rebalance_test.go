@@ -64,11 +64,12 @@ var _ = Describe("Rebalance controller", func() {
 		Expect(env.Client.Status().Update(ctx, pdb)).To(Succeed())
 		// PodDisruptionBudgets are not watched (nor cached): the controller looks again within 30 s.
 		Eventually(func() string { return claim().Annotations[karpv1.NodePoolHashAnnotationKey] }).WithTimeout(45 * time.Second).Should(Equal(v1alpha1.RebalanceDriftHash))
-		Expect(claim().Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationRebalanceHash, "12345"))
 		Eventually(func() []v1alpha1.RebalanceMove {
 			return get(&v1alpha1.WorkloadClass{}, "rebal").Status.Rebalance.Moving
 		}).Should(ConsistOf(
-			And(HaveField("NodeClaim", nc.Name), HaveField("From", "rebal-on-demand-amd64"), HaveField("To", "rebal-on-demand-arm64"))))
+			And(HaveField("NodeClaim", nc.Name), HaveField("From", "rebal-on-demand-amd64"), HaveField("To", "rebal-on-demand-arm64"), HaveField("OriginalHash", "12345"))))
+		// Whatever is written on the NodeClaim is not evidence of its original hash.
+		annotate(nc.Name, v1alpha1.AnnotationRebalanceHash, "99999")
 
 		By("a do-not-disrupt pod arriving before Karpenter drains the node cancels the move")
 		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
@@ -76,11 +77,37 @@ var _ = Describe("Rebalance controller", func() {
 		Expect(env.Client.Update(ctx, pod)).To(Succeed())
 		// Nor are pods: it looks again within 30 s.
 		Eventually(func() string { return claim().Annotations[karpv1.NodePoolHashAnnotationKey] }).WithTimeout(45 * time.Second).Should(Equal("12345"))
-		Expect(claim().Annotations).NotTo(HaveKey(v1alpha1.AnnotationRebalanceHash))
+		Expect(claim().Annotations).NotTo(HaveKey(v1alpha1.AnnotationRebalanceHash), "the hand-set annotation is removed with the mark")
 		Eventually(message).Should(ContainSubstring("pod default/rebal has karpenter.sh/do-not-disrupt"))
 		st := get(&v1alpha1.WorkloadClass{}, "rebal").Status.Rebalance
 		Expect(st.Moving).To(BeEmpty())
 		Expect(st.Started).To(BeNumerically("==", 1))
 		Expect(st.FallbackNodes).To(BeNumerically("==", 1))
+
+		By("a mark Poolsmith did not make, with a hand-set original, is cleared to the NodePool's hash")
+		np := get(&karpv1.NodePool{}, "rebal-on-demand-amd64")
+		if np.Annotations == nil {
+			np.Annotations = map[string]string{}
+		}
+		np.Annotations[karpv1.NodePoolHashAnnotationKey] = "777"
+		Expect(env.Client.Update(ctx, np)).To(Succeed())
+		Eventually(func() string {
+			return get(&karpv1.NodePool{}, "rebal-on-demand-amd64").Annotations[karpv1.NodePoolHashAnnotationKey]
+		}).Should(Equal("777"))
+		annotate(nc.Name, karpv1.NodePoolHashAnnotationKey, v1alpha1.RebalanceDriftHash)
+		annotate(nc.Name, v1alpha1.AnnotationRebalanceHash, "66666")
+		// The do-not-disrupt pod still pins the node: the adopted move is cancelled.
+		Eventually(func() string { return claim().Annotations[karpv1.NodePoolHashAnnotationKey] }).WithTimeout(45 * time.Second).Should(Equal("777"))
+		Expect(claim().Annotations).NotTo(HaveKey(v1alpha1.AnnotationRebalanceHash))
 	})
 })
+
+// annotate sets one annotation on a NodeClaim, as a hand edit would.
+func annotate(nodeClaim, key, value string) {
+	GinkgoHelper()
+	Eventually(func() error {
+		nc := get(&karpv1.NodeClaim{}, nodeClaim)
+		nc.Annotations[key] = value
+		return env.Client.Update(ctx, nc)
+	}).Should(Succeed())
+}

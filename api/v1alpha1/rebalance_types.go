@@ -119,13 +119,19 @@ type RebalanceMove struct {
 	To string `json:"to"`
 	// started is when Poolsmith marked it for replacement.
 	Started metav1.Time `json:"started"`
+	// originalHash is the NodeClaim's karpenter.sh/nodepool-hash before Poolsmith marked
+	// it; a cancelled move restores it. Kept here, where only Poolsmith writes, and not on
+	// the NodeClaim, so a hand-set value cannot be written back as the hash.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	OriginalHash string `json:"originalHash,omitempty"`
 }
 
 // Rebalance marks and event reasons.
 const (
-	// AnnotationRebalanceHash on a NodeClaim holds its karpenter.sh/nodepool-hash from
-	// before Poolsmith changed it to mark the NodeClaim drifted; a cancelled move
-	// restores it.
+	// AnnotationRebalanceHash on a NodeClaim held its karpenter.sh/nodepool-hash from
+	// before the mark in earlier releases. It is no longer written nor read (the original
+	// hash is in status.rebalance.moving[].originalHash); unmarking removes it.
 	AnnotationRebalanceHash = "poolsmith.dev/rebalance-hash"
 	// RebalanceDriftHash is the karpenter.sh/nodepool-hash a NodeClaim being moved carries.
 	RebalanceDriftHash = "poolsmith-rebalance"

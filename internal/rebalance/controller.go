@@ -124,8 +124,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 		}
 	}
+	recorded := originalHashes(in.Status.Moving)
 	for _, name := range unmark {
-		if err := r.unmark(ctx, claims[name]); err != nil {
+		if err := r.unmark(ctx, claims[name], recorded[name]); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -210,10 +211,11 @@ func (r *Reconciler) start(ctx context.Context, wc *v1alpha1.WorkloadClass, s Se
 			held = append(held, fmt.Sprintf("NodeClaim %s stays on %s: %s", nc.Name, n.Rung, why))
 			continue
 		}
+		original := nc.Annotations[karpv1.NodePoolHashAnnotationKey]
 		if err := r.mark(ctx, nc); err != nil {
 			return err
 		}
-		m := v1alpha1.RebalanceMove{NodeClaim: nc.Name, From: n.Rung, To: target.Name, Started: metav1.Time{Time: r.now().Truncate(time.Second)}}
+		m := v1alpha1.RebalanceMove{NodeClaim: nc.Name, From: n.Rung, To: target.Name, Started: metav1.Time{Time: r.now().Truncate(time.Second)}, OriginalHash: original}
 		st.Moving = append(st.Moving, m)
 		st.Started++
 		slots--
@@ -256,7 +258,7 @@ func (r *Reconciler) cancelBlocked(ctx context.Context, wc *v1alpha1.WorkloadCla
 			keep = append(keep, m)
 			continue
 		}
-		if err := r.unmark(ctx, nc); err != nil {
+		if err := r.unmark(ctx, nc, m.OriginalHash); err != nil {
 			return err
 		}
 		moves.WithLabelValues(wc.Name, "cancelled").Inc()
@@ -359,13 +361,13 @@ func IsMarked(nc *karpv1.NodeClaim) bool {
 }
 
 // mark makes Karpenter see the NodeClaim statically drifted: its nodepool-hash no longer
-// matches its NodePool's, at the same hash version.
+// matches its NodePool's, at the same hash version. The caller records the original hash
+// in status.
 func (r *Reconciler) mark(ctx context.Context, nc *karpv1.NodeClaim) error {
 	orig := nc.DeepCopy()
 	if nc.Annotations == nil {
 		nc.Annotations = map[string]string{}
 	}
-	nc.Annotations[v1alpha1.AnnotationRebalanceHash] = nc.Annotations[karpv1.NodePoolHashAnnotationKey]
 	nc.Annotations[karpv1.NodePoolHashAnnotationKey] = v1alpha1.RebalanceDriftHash
 	if err := r.Patch(ctx, nc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("marking NodeClaim %s drifted: %w", nc.Name, err)
@@ -373,13 +375,38 @@ func (r *Reconciler) mark(ctx context.Context, nc *karpv1.NodeClaim) error {
 	return nil
 }
 
-// unmark restores the hash the NodeClaim had, so Karpenter clears its Drifted condition.
-func (r *Reconciler) unmark(ctx context.Context, nc *karpv1.NodeClaim) error {
+// originalHashes are the hashes recorded when each move started, by NodeClaim.
+func originalHashes(moving []v1alpha1.RebalanceMove) map[string]string {
+	out := make(map[string]string, len(moving))
+	for _, m := range moving {
+		out[m.NodeClaim] = m.OriginalHash
+	}
+	return out
+}
+
+// unmark gives the NodeClaim back a hash that Karpenter does not see drifted, so it clears
+// its Drifted condition: the one recorded in status when Poolsmith marked it. Nothing on
+// the NodeClaim is trusted for it: a mark with no record (set by hand, or whose status
+// write was lost) gets its NodePool's current hash, or none where the NodePool has none
+// (Karpenter then sees no static drift either).
+func (r *Reconciler) unmark(ctx context.Context, nc *karpv1.NodeClaim, recorded string) error {
 	if nc == nil || !IsMarked(nc) {
 		return nil
 	}
+	original := recorded
+	if original == "" {
+		np := &karpv1.NodePool{}
+		if err := r.Get(ctx, client.ObjectKey{Name: nc.Labels[karpv1.NodePoolLabelKey]}, np); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("getting NodePool %s of NodeClaim %s: %w", nc.Labels[karpv1.NodePoolLabelKey], nc.Name, err)
+		}
+		original = np.Annotations[karpv1.NodePoolHashAnnotationKey]
+	}
 	orig := nc.DeepCopy()
-	nc.Annotations[karpv1.NodePoolHashAnnotationKey] = nc.Annotations[v1alpha1.AnnotationRebalanceHash]
+	if original == "" {
+		delete(nc.Annotations, karpv1.NodePoolHashAnnotationKey)
+	} else {
+		nc.Annotations[karpv1.NodePoolHashAnnotationKey] = original
+	}
 	delete(nc.Annotations, v1alpha1.AnnotationRebalanceHash)
 	if err := r.Patch(ctx, nc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("unmarking NodeClaim %s: %w", nc.Name, err))
