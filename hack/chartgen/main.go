@@ -97,7 +97,9 @@ func renderRBAC(root string) ([]byte, error) {
 		if err != nil {
 			return err
 		}
-		name := `{{ include "poolsmith.fullname" . }}-` + suffix
+		// Every name is quoted: a value YAML reads as another type (a service account named
+		// "true") stays a string.
+		name := `{{ printf "%s-` + suffix + `" (include "poolsmith.fullname" .) | quote }}`
 		binding := kind + "Binding"
 		ns := ""
 		if namespace != "" {
@@ -105,7 +107,7 @@ func renderRBAC(root string) ([]byte, error) {
 		}
 		fmt.Fprintf(&b, "# %s\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: %s\nmetadata:\n  name: %s%s\n  labels:\n    {{- include \"poolsmith.labels\" . | nindent 4 }}\nrules:\n%s",
 			comment, kind, name, ns, y)
-		fmt.Fprintf(&b, "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: %s\nmetadata:\n  name: %s%s\n  labels:\n    {{- include \"poolsmith.labels\" . | nindent 4 }}\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: %s\n  name: %s\nsubjects:\n  - kind: ServiceAccount\n    name: {{ include \"poolsmith.serviceAccountName\" . }}\n    namespace: {{ .Release.Namespace }}\n",
+		fmt.Fprintf(&b, "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: %s\nmetadata:\n  name: %s%s\n  labels:\n    {{- include \"poolsmith.labels\" . | nindent 4 }}\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: %s\n  name: %s\nsubjects:\n  - kind: ServiceAccount\n    name: {{ include \"poolsmith.serviceAccountName\" . | quote }}\n    namespace: {{ .Release.Namespace | quote }}\n",
 			binding, name, ns, kind, name)
 		return nil
 	}
@@ -113,11 +115,11 @@ func renderRBAC(root string) ([]byte, error) {
 		return nil, err
 	}
 	if len(signals) > 0 {
-		if err := role("Role", "signals", `{{ include "poolsmith.signalsNamespace" . }}`, "The markers' namespaced rules, in the signals ConfigMap's namespace.", signals); err != nil {
+		if err := role("Role", "signals", `{{ include "poolsmith.signalsNamespace" . | quote }}`, "The markers' namespaced rules, in the signals ConfigMap's namespace.", signals); err != nil {
 			return nil, err
 		}
 	}
-	if err := role("Role", "leader-election", "{{ .Release.Namespace }}", "Leader election: the Lease and its events, in the release namespace.", election); err != nil {
+	if err := role("Role", "leader-election", "{{ .Release.Namespace | quote }}", "Leader election: the Lease and its events, in the release namespace.", election); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil

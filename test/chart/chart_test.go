@@ -117,10 +117,55 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		"extraArgs[0]=leader-elect":    "/extraArgs/0",
 		"regoin=us-east-1":             "regoin",
 		"metrics.serviceMonitor.foo=1": "foo",
+		// What the API server would refuse (issue 21).
+		"signals.refresh.schedule=17 3 * *":                          "/signals/refresh/schedule",
+		"signals.refresh.schedule=TZ=UTC 17 3 * * *":                 "/signals/refresh/schedule",
+		"priorityClassName=a..b":                                     "/priorityClassName",
+		"serviceAccount.name=../Evil Name":                           "/serviceAccount/name",
+		"signals.configMap.namespace=Evil":                           "/signals/configMap/namespace",
+		"signals.configMap.name=a..b":                                "/signals/configMap/name",
+		"imagePullSecrets[0].name=a_b":                               "/imagePullSecrets/0/name",
+		"nameOverride=Evil":                                          "/nameOverride",
+		"fullnameOverride=1st":                                       "/fullnameOverride",
+		"podDisruptionBudget.maxUnavailable=abc":                     "/podDisruptionBudget/maxUnavailable",
+		"podDisruptionBudget.maxUnavailable=-1":                      "/podDisruptionBudget/maxUnavailable",
+		"signals.refresh.fetchImage=curl 8":                          "/signals/refresh/fetchImage",
+		"image.repository=ghcr.io/Poolsmith":                         "/image/repository",
+		"resources.requests.cpu=lots":                                "/resources/requests/cpu",
+		"podLabels.team=a b":                                         "/podLabels/team",
+		"nodeSelector.bad key=x":                                     "/nodeSelector",
+		"tolerations[0].operator=Maybe":                              "/tolerations/0/operator",
+		"topologySpreadConstraints[0].labelSelector.matchLabels.a=b": "/topologySpreadConstraints/0/labelSelector",
 	} {
 		_, err := helm(t, "template", "poolsmith", "charts/poolsmith", "--set", set)
-		if err == nil || !strings.Contains(err.Error(), want) {
+		if err == nil || !strings.Contains(err.Error(), "'"+want) {
 			t.Errorf("--set %s: got %v, want a schema error naming %s", set, err, want)
+		}
+	}
+}
+
+// TestSchemaAcceptsWhatValuesYamlDocuments: the forms values.yaml says a value accepts.
+func TestSchemaAcceptsWhatValuesYamlDocuments(t *testing.T) {
+	for _, set := range []string{
+		"signals.refresh.schedule=@daily",
+		"signals.refresh.schedule=@every 6h",
+		"signals.refresh.schedule=*/15 1-5 ? JAN-JUN MON-FRI",
+		"podDisruptionBudget.maxUnavailable=50%",
+		"podDisruptionBudget.maxUnavailable=0",
+		"logging.level=3",
+		"resources.requests.cpu=0.5",
+		"resources.requests.memory=1.5Gi",
+		"resources.limits.memory=2e9",
+		"signals.refresh.fetchImage=registry.example.com:5000/tools/curl:8.11.1@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		"image.repository=localhost:5000/poolsmith",
+		"priorityClassName=system-cluster-critical",
+		"serviceAccount.name=poolsmith.manager",
+		"podAnnotations.example\\.com/note=any text: even {{ this }}",
+		"podLabels.example\\.com/team=a..b",
+		"extraArgs[0]=--zap-devel",
+	} {
+		if _, err := helm(t, "template", "poolsmith", "charts/poolsmith", "--set", set); err != nil {
+			t.Errorf("--set %s: %v", set, err)
 		}
 	}
 }

@@ -1,8 +1,8 @@
 // Package chart_test checks charts/poolsmith with the helm CLI that `make helm` builds:
 // helm lint, helm template goldens, a server-side dry run of everything it renders on the
-// real API server, the lockdown checks test/deploy makes for config/default, and helm
-// install. rbac_test.go proves the RBAC the chart and config/default ship by running the
-// manager under it.
+// real API server, the lockdown checks test/deploy makes for config/default, helm
+// install, and hostile values that try to inject YAML (hostile_test.go). rbac_test.go
+// proves the RBAC the chart and config/default ship by running the manager under it.
 package chart_test
 
 import (

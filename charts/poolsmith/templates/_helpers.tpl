@@ -1,14 +1,33 @@
+{{/*
+Every string a template writes is quoted (quote, toJson) or a whole structure (toYaml), so
+no value can add a key, an item or a document. The names below are checked here as well
+as by values.schema.json, so that a name the API server would refuse is refused, naming
+the value, even when the schema is skipped (--skip-schema-validation).
+*/}}
+
+{{/* poolsmith.mustMatch fails unless a value matches a pattern: (list VALUE NAME PATTERN WHAT). */}}
+{{- define "poolsmith.mustMatch" -}}
+{{- $value := index . 0 }}
+{{- if not (and (kindIs "string" $value) (regexMatch (index . 2) $value)) }}
+{{- fail (printf "%s %s is not %s" (index . 1) (toJson $value) (index . 3)) }}
+{{- end }}
+{{- end }}
+
 {{/* The chart name, or nameOverride. */}}
 {{- define "poolsmith.name" -}}
+{{- with .Values.nameOverride }}
+{{- include "poolsmith.mustMatch" (list . "nameOverride" "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" "a DNS-1123 label") }}
+{{- end }}
 {{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
 {{/* The prefix of every object's name. */}}
 {{- define "poolsmith.fullname" -}}
 {{- if .Values.fullnameOverride }}
+{{- include "poolsmith.mustMatch" (list .Values.fullnameOverride "fullnameOverride" "^[a-z]([-a-z0-9]*[a-z0-9])?$" "a DNS-1035 label") }}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
 {{- else }}
-{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- $name := include "poolsmith.name" . }}
 {{- if contains $name .Release.Name }}
 {{- .Release.Name | trunc 63 | trimSuffix "-" }}
 {{- else }}
@@ -18,8 +37,8 @@
 {{- end }}
 
 {{- define "poolsmith.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "poolsmith.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/name: {{ include "poolsmith.name" . | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 {{- end }}
 
 {{- define "poolsmith.labels" -}}
@@ -30,19 +49,25 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{- define "poolsmith.serviceAccountName" -}}
-{{- if .Values.serviceAccount.create }}
-{{- default (include "poolsmith.fullname" .) .Values.serviceAccount.name }}
-{{- else }}
-{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- if not .Values.serviceAccount.create }}
+{{- $_ := required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
 {{- end }}
+{{- with .Values.serviceAccount.name }}
+{{- include "poolsmith.mustMatch" (list . "serviceAccount.name" `^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$` "a DNS-1123 subdomain") }}
+{{- end }}
+{{- default (include "poolsmith.fullname" .) .Values.serviceAccount.name }}
 {{- end }}
 
 {{/* The signals ConfigMap's namespace: the release's unless set. */}}
 {{- define "poolsmith.signalsNamespace" -}}
+{{- with .Values.signals.configMap.namespace }}
+{{- include "poolsmith.mustMatch" (list . "signals.configMap.namespace" `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$` "a DNS-1123 label") }}
+{{- end }}
 {{- default .Release.Namespace .Values.signals.configMap.namespace }}
 {{- end }}
 
 {{- define "poolsmith.signalsConfigMap" -}}
+{{- include "poolsmith.mustMatch" (list .Values.signals.configMap.name "signals.configMap.name" `^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$` "a DNS-1123 subdomain") }}
 {{- printf "%s/%s" (include "poolsmith.signalsNamespace" .) .Values.signals.configMap.name }}
 {{- end }}
 
