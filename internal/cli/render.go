@@ -35,7 +35,7 @@ func (f *inputFlags) register(c *cobra.Command, outputs string) {
 	f.registerInput(c, outputs)
 	c.Flags().StringVar(&f.region, "region", catalog.DefaultRegion, "AWS region whose prices and spot signals cost weights use")
 	c.Flags().StringVar(&f.signals, "signals", "", "spot signals to price with: the signals ConfigMap (YAML) or the Spot Instance Advisor feed (spot-advisor-data.json)")
-	c.Flags().DurationVar(&f.signalsMaxAge, "signals-max-age", operator.DefaultSignalsMaxAge, "as the manager's --signals-max-age: --signals fetched longer ago (or undated, or dated in the future) are Stale and the embedded catalog prices instead")
+	c.Flags().DurationVar(&f.signalsMaxAge, "signals-max-age", operator.DefaultSignalsMaxAge, "as the manager's --signals-max-age: a --signals ConfigMap fetched longer ago (or undated, or dated more than 5m ahead) is Stale, and the embedded catalog prices instead")
 }
 
 // registerInput registers -f and -o only.
