@@ -13,7 +13,9 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/controllers"
+	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/operator"
+	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/signals"
 )
 
@@ -40,6 +42,20 @@ func weightsOf(class string) func() string {
 			*get(&karpv1.NodePool{}, class+"-spot-arm64-m7g-large").Spec.Weight,
 			*get(&karpv1.NodePool{}, class+"-spot-amd64-m7i-large").Spec.Weight)
 	}
+}
+
+// catalogWeights are a class's weights without signals, as render gives them from the
+// embedded catalog: what the controller falls back to.
+func catalogWeights(class string) string {
+	cat, err := catalog.Load()
+	Expect(err).NotTo(HaveOccurred())
+	res, err := render.Render(get(&v1alpha1.Baseline{}, class), get(&v1alpha1.WorkloadClass{}, class), render.Options{Catalog: cat, Region: catalog.DefaultRegion})
+	Expect(err).NotTo(HaveOccurred())
+	byName := map[string]int32{}
+	for _, r := range res.Rungs {
+		byName[r.Name] = r.Weight
+	}
+	return fmt.Sprintf("m7g=%d m7i=%d", byName[class+"-spot-arm64-m7g-large"], byName[class+"-spot-amd64-m7i-large"])
 }
 
 var _ = Describe("Spot signals", Ordered, func() {
@@ -105,6 +121,43 @@ var _ = Describe("Spot signals", Ordered, func() {
 		Expect(env.Client.Update(ctx, cm)).To(Succeed())
 		Eventually(condition(class, v1alpha1.ConditionSignalsCurrent)).Should(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonStale))
 		Expect(condition(class, v1alpha1.ConditionSignalsCurrent)().Message).To(ContainSubstring("weights use the embedded catalog"))
+	})
+
+	It("does not believe a fetched-at in the future: Stale, with the embedded catalog's weights", func() {
+		fallback := catalogWeights(class)
+		// Fresh signals that order the rungs the other way, so the fallback is visible.
+		fresh, m7gRange, m7iRange := "m7g=100 m7i=99", 0, 4
+		if fallback == fresh {
+			fresh, m7gRange, m7iRange = "m7g=99 m7i=100", 4, 0
+		}
+		cm := &corev1.ConfigMap{}
+		Expect(env.Client.Get(ctx, operator.DefaultSignalsConfigMap, cm)).To(Succeed())
+		want := signalsConfigMap(m7gRange, m7iRange, time.Now())
+		cm.Data, cm.Annotations = want.Data, want.Annotations
+		Expect(env.Client.Update(ctx, cm)).To(Succeed())
+		Eventually(condition(class, v1alpha1.ConditionSignalsCurrent)).Should(haveCondition(metav1.ConditionTrue, v1alpha1.ReasonFresh))
+		Eventually(weightsOf(class)).Should(Equal(fresh))
+
+		cm.Annotations[signals.FetchedAtAnnotation] = "2999-01-01T00:00:00Z"
+		Expect(env.Client.Update(ctx, cm)).To(Succeed())
+		Eventually(condition(class, v1alpha1.ConditionSignalsCurrent)).Should(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonStale))
+		Expect(condition(class, v1alpha1.ConditionSignalsCurrent)().Message).To(ContainSubstring("fetched at 2999-01-01T00:00:00Z, which is in the future"))
+		Eventually(weightsOf(class)).Should(Equal(fallback))
+	})
+
+	It("refuses an absurd price override, naming the type, and prints no unbounded figure", func() {
+		cm := &corev1.ConfigMap{}
+		Expect(env.Client.Get(ctx, operator.DefaultSignalsConfigMap, cm)).To(Succeed())
+		cm.Annotations[signals.FetchedAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
+		cm.Data[signals.PricesKey] = `{"m7g.large": {"onDemand": 0.08, "spot": 1.7e308}, "m7i.large": {"onDemand": -0.1}}`
+		Expect(env.Client.Update(ctx, cm)).To(Succeed())
+		Eventually(func() string { return condition(class, v1alpha1.ConditionSignalsCurrent)().Message }).Should(
+			ContainSubstring("m7g.large spot 1.7e+308 is above $1000 per hour; m7i.large onDemand -0.1 is negative"))
+		Expect(condition(class, v1alpha1.ConditionSignalsCurrent)()).To(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonMissing))
+		Eventually(weightsOf(class)).Should(Equal(catalogWeights(class)))
+		for _, r := range get(&v1alpha1.WorkloadClass{}, class).Status.NodePools {
+			Expect(r.Reason).NotTo(MatchRegexp(`\d{12}`))
+		}
 	})
 
 	It("reports Missing for a region the catalog has no prices for", func() {

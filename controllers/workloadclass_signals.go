@@ -99,15 +99,18 @@ func setSignalsCondition(wc *v1alpha1.WorkloadClass, f signals.Freshness, costBa
 	setCondition(wc, v1alpha1.ConditionSignalsCurrent, metav1.ConditionStatus(f.Status), f.Reason, f.Message)
 }
 
-// requeueForStaleness brings the class back when fresh signals go stale, so the condition
-// and the weights change without another event.
+// requeueForStaleness brings the class back when fresh signals go stale, or when signals
+// dated a little ahead of this clock come due, so the condition and the weights change
+// without another event.
 func requeueForStaleness(res ctrl.Result, f signals.Freshness, now time.Time) ctrl.Result {
-	if f.StaleAt.IsZero() {
-		return res
-	}
-	after := f.StaleAt.Sub(now) + time.Second
-	if res.RequeueAfter == 0 || after < res.RequeueAfter {
-		res.RequeueAfter = after
+	for _, at := range []time.Time{f.StaleAt, f.FreshAt} {
+		if at.IsZero() {
+			continue
+		}
+		after := at.Sub(now) + time.Second
+		if res.RequeueAfter == 0 || after < res.RequeueAfter {
+			res.RequeueAfter = after
+		}
 	}
 	return res
 }

@@ -50,7 +50,7 @@ category's, and with -f which classes' spot rungs allow them and whose ranking t
   poolsmith catalog --missing-facts`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			opts, err := flags.options()
+			opts, err := flags.options(c.ErrOrStderr())
 			if err != nil {
 				return err
 			}

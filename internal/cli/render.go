@@ -5,12 +5,15 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/manifest"
+	"github.com/poolsmith/poolsmith/internal/operator"
 	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/signals"
 )
@@ -21,6 +24,9 @@ type inputFlags struct {
 	output  string
 	region  string
 	signals string
+	// signalsMaxAge judges --signals as the manager's --signals-max-age judges its
+	// ConfigMap.
+	signalsMaxAge time.Duration
 	// extraKinds are kinds besides Baseline and WorkloadClass the command reads.
 	extraKinds map[string]bool
 }
@@ -29,6 +35,7 @@ func (f *inputFlags) register(c *cobra.Command, outputs string) {
 	f.registerInput(c, outputs)
 	c.Flags().StringVar(&f.region, "region", catalog.DefaultRegion, "AWS region whose prices and spot signals cost weights use")
 	c.Flags().StringVar(&f.signals, "signals", "", "spot signals to price with: the signals ConfigMap (YAML) or the Spot Instance Advisor feed (spot-advisor-data.json)")
+	c.Flags().DurationVar(&f.signalsMaxAge, "signals-max-age", operator.DefaultSignalsMaxAge, "as the manager's --signals-max-age: a --signals ConfigMap fetched longer ago (or undated, or dated more than 5m ahead) is Stale, and the embedded catalog prices instead")
 }
 
 // registerInput registers -f and -o only.
@@ -38,8 +45,9 @@ func (f *inputFlags) registerInput(c *cobra.Command, outputs string) {
 }
 
 // options are the render options the flags give: region, and the catalog with any
-// signals applied.
-func (f *inputFlags) options() (render.Options, error) {
+// signals applied. Signals the manager would judge not Fresh are not applied, as the
+// manager does not apply them, and stderr says why.
+func (f *inputFlags) options(stderr io.Writer) (render.Options, error) {
 	cat, err := catalog.Load()
 	if err != nil {
 		return render.Options{}, err
@@ -47,6 +55,9 @@ func (f *inputFlags) options() (render.Options, error) {
 	opts := render.Options{Region: f.region, Catalog: cat}
 	if f.signals == "" {
 		return opts, nil
+	}
+	if f.signalsMaxAge <= 0 {
+		return opts, usageError{fmt.Errorf("--signals-max-age %s must be positive", f.signalsMaxAge)}
 	}
 	data, err := manifest.ReadFile(f.signals)
 	if err != nil {
@@ -58,6 +69,14 @@ func (f *inputFlags) options() (render.Options, error) {
 	}
 	if s == nil {
 		return opts, inputError{fmt.Sprintf("--signals %s has no Linux data for region %s", f.signals, f.region)}
+	}
+	// A bare feed has no fetched-at: signals publish dates it when it publishes it, so the
+	// manager would use it as it is now.
+	if !s.BareFeed {
+		if fresh := signals.Assess(s, "", time.Now(), f.signalsMaxAge); fresh.Reason != v1alpha1.ReasonFresh {
+			fmt.Fprintf(stderr, "warning: --signals: %s: %s\n", fresh.Reason, fresh.Message)
+			return opts, nil
+		}
 	}
 	opts.Catalog = s.Apply(cat)
 	return opts, nil
@@ -72,7 +91,7 @@ func (f *inputFlags) load(c *cobra.Command, allowed ...string) (*input, error) {
 	if err != nil {
 		return nil, err
 	}
-	if in.opts, err = f.options(); err != nil {
+	if in.opts, err = f.options(c.ErrOrStderr()); err != nil {
 		return nil, err
 	}
 	return in, nil

@@ -294,9 +294,7 @@ func (r *Reconciler) evidence(ctx context.Context, rungs []Rung) error {
 		}
 	}
 	for i := range rungs {
-		if fresh.Status != string(metav1.ConditionTrue) {
-			rungs[i].SignalsProblem = fresh.Reason + ": " + fresh.Message
-		}
+		rungs[i].SignalsProblem = SignalsProblem(fresh)
 		if rungs[i].Spot {
 			rungs[i].Bucket = LowestBucket(cat, r.Region, rungs[i].NodePool.Spec.Template.Spec.Requirements)
 		}

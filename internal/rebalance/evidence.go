@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/karpenter/pkg/scheduling"
 
 	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/signals"
 )
 
 // Rung is one NodePool of the class, with the evidence of whether Karpenter can be
@@ -33,6 +34,16 @@ type Rung struct {
 	// LastCapacityError is when a NodeClaim of the rung last failed to launch for
 	// capacity (Karpenter's InsufficientCapacityError event); zero when none did.
 	LastCapacityError time.Time
+}
+
+// SignalsProblem is a spot rung's evidence from the signals' freshness: "" only when
+// they are Fresh, so signals the WorkloadClass controller reports Stale (too old, undated
+// or dated in the future) or Missing never justify a move.
+func SignalsProblem(f signals.Freshness) string {
+	if f.Status == string(metav1.ConditionTrue) {
+		return ""
+	}
+	return f.Reason + ": " + f.Message
 }
 
 // NewRung reads a NodePool's weight and capacity type.

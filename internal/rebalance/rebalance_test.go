@@ -17,6 +17,7 @@ import (
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/rebalance"
+	"github.com/poolsmith/poolsmith/internal/signals"
 )
 
 var now = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -286,5 +287,34 @@ func TestAMarkedNodeTheStatusDoesNotListStillCountsAsMoving(t *testing.T) {
 		Nodes: []rebalance.Node{marked, node("od-2", "web-on-demand-arm64", time.Hour)}})
 	if p.Slots > 0 || len(p.Status.Moving) != 1 || p.Status.Moving[0].NodeClaim != "od-1" {
 		t.Errorf("slots %d moving %+v", p.Slots, p.Status.Moving)
+	}
+}
+
+// TestSignalsDatedInTheFutureJustifyNoMove: the evidence a spot rung gets from signals
+// whose fetched-at is years ahead is that they are not fresh, so no move goes to it.
+func TestSignalsDatedInTheFutureJustifyNoMove(t *testing.T) {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "poolsmith-signals", Namespace: "poolsmith-system",
+			Annotations: map[string]string{signals.FetchedAtAnnotation: "2999-01-01T00:00:00Z"}},
+		Data: map[string]string{signals.AdvisorKey: `{"ranges":[{"index":0,"label":"<5%"}],"spot_advisor":{"us-east-1":{"Linux":{"m7g.large":{"s":60,"r":0}}}}}`},
+	}
+	s, err := signals.FromConfigMap(cm, "us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := ladder()[0]
+	r.SignalsProblem = rebalance.SignalsProblem(signals.Assess(s, "", now, 48*time.Hour))
+	got := r.Unavailable(settings(t, preferred()), now, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")})
+	if !strings.Contains(got, "spot signals are not fresh: Stale") || !strings.Contains(got, "in the future") {
+		t.Errorf("a spot rung priced by signals from 2999: %q", got)
+	}
+	fresh := ladder()[0]
+	cm.Annotations[signals.FetchedAtAnnotation] = now.Add(-time.Hour).Format(time.RFC3339)
+	if s, err = signals.FromConfigMap(cm, "us-east-1"); err != nil {
+		t.Fatal(err)
+	}
+	fresh.SignalsProblem = rebalance.SignalsProblem(signals.Assess(s, "", now, 48*time.Hour))
+	if got := fresh.Unavailable(settings(t, preferred()), now, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}); got != "" {
+		t.Errorf("fresh signals: %q", got)
 	}
 }

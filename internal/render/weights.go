@@ -113,11 +113,11 @@ func (r *renderer) weightReason(strategy v1alpha1.WeightingStrategy, regionPrice
 	case c.priceKind == string(v1alpha1.CapacityTypeReserved):
 		return fmt.Sprintf("%s: reserved capacity is already paid for (rank %d of %d)", strategy, rank+1, n)
 	}
-	s := fmt.Sprintf("$%.4f/%s-h %s (%s)", c.raw, c.unit, c.priceKind, c.source)
+	s := fmt.Sprintf("%s/%s-h %s (%s)", USD(c.raw), c.unit, c.priceKind, c.source)
 	if c.priceKind == string(v1alpha1.CapacityTypeSpot) {
 		s += ", interruption " + c.bucket.String()
 		if strategy == v1alpha1.WeightingRiskAdjustedCost {
-			s += fmt.Sprintf(" (x%.2f = $%.4f)", c.penalty, c.price)
+			s += fmt.Sprintf(" (x%.2f = %s)", c.penalty, USD(c.price)) // the penalty is one of RiskPenalty's
 		}
 	}
 	return fmt.Sprintf("%s: %s: %s, median of the %d cheapest of %d types in %s; their prices: %s (rank %d of %d)",
@@ -281,6 +281,17 @@ func (r *renderer) unitsOf(t *catalog.InstanceType) float64 {
 		return 0
 	}
 	return math.Min(fit, catalog.MaxPods)
+}
+
+// USD formats money for status, events and explain: rounded to a hundredth of a cent
+// ($0.0136; rung prices per vCPU-hour are cents), and never longer than a few characters.
+// Signals refuse prices above signals.MaxHourlyPrice, but a figure of any size that
+// reaches here still prints in exponent form ($1.7e+308) rather than as 309 digits.
+func USD(v float64) string {
+	if math.IsNaN(v) || math.Abs(v) >= 1e6 {
+		return "$" + strconv.FormatFloat(v, 'g', 4, 64)
+	}
+	return "$" + strconv.FormatFloat(v, 'f', 4, 64)
 }
 
 func round9(v float64) float64 { return math.Round(v*1e9) / 1e9 }

@@ -291,3 +291,24 @@ price	eu-west-1	fd1.xlarge	0.2	0.05	0.06	4
 		}
 	}
 }
+
+// TestMoneyInStatusIsBounded: a rung's reason prints money to a hundredth of a cent, and a
+// price of any size (here one that reached the catalog past the signals' ceiling) as a few
+// characters, never as the 309 digits of 1.7e308.
+func TestMoneyInStatusIsBounded(t *testing.T) {
+	for v, want := range map[float64]string{0.013642: "$0.0136", 360.987: "$360.9870", 1.7e308: "$1.7e+308", math.Inf(1): "$+Inf", math.NaN(): "$NaN"} {
+		if got := render.USD(v); got != want {
+			t.Errorf("USD(%g) = %q, want %q", v, got, want)
+		}
+	}
+	cat := testCatalog(t, "type\tfe1.large\tfe1\tfe\t1\tlarge\tamd64\t2\t4096\t0\t-\t-\t0\t0\nprice\tus-east-1\tfe1.large\t1e308\t1.7e308\t1.7e308\t0\n")
+	wc := class("w", v1alpha1.ProfileGeneral, withTypes("fe1.large"), withArchitectures(v1alpha1.ArchitectureAMD64), withCapacityTypes(v1alpha1.CapacityTypeSpot))
+	res, err := render.Render(baseline(), wc, render.Options{Catalog: cat, Region: "us-east-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reason := res.Rungs[0].WeightReason
+	if !strings.Contains(reason, "$8.5e+307/vCPU-h spot") || regexp.MustCompile(`\d{12}`).MatchString(reason) {
+		t.Errorf("reason = %q", reason)
+	}
+}

@@ -9,6 +9,10 @@ package signals
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,7 +31,20 @@ const (
 	FetchedAtAnnotation = "poolsmith.dev/fetched-at"
 )
 
-// PriceOverride replaces a type's catalog price in the signals' region.
+// MaxClockSkew is how far ahead of the reader's clock a fetched-at may be and still count
+// as now: the refresh job's clock and the manager's may disagree by this much. A
+// timestamp further ahead is not believed, and the signals are Stale until it is reached.
+const MaxClockSkew = 5 * time.Minute
+
+// MaxHourlyPrice is the highest price, USD per hour, a prices.json override may give. The
+// dearest type in the catalog is u7in-32tb.224xlarge at $360.99/h on demand; $1000/h
+// leaves it almost three times that headroom, and is a fixed figure so that a preview
+// and the manager agree whatever catalog each was built with. Above it a price is a typo
+// or a lie, and it would outrank every real type.
+const MaxHourlyPrice = 1000.0
+
+// PriceOverride replaces a type's catalog price in the signals' region; a zero figure is
+// not overridden.
 type PriceOverride struct {
 	OnDemand float64 `json:"onDemand,omitempty"`
 	Spot     float64 `json:"spot,omitempty"`
@@ -47,6 +64,10 @@ type Signals struct {
 	FetchedAt time.Time
 	// Source names where they came from, for messages.
 	Source string
+	// BareFeed is set for signals read from the advisor feed itself rather than a
+	// ConfigMap: such a file carries no fetched-at, and signals publish dates it with the
+	// moment it publishes it.
+	BareFeed bool
 }
 
 type advisorFeed struct {
@@ -156,8 +177,8 @@ func FromConfigMap(cm *corev1.ConfigMap, region string) (*Signals, error) {
 	}
 	s := fromAdvice(advice, region, source)
 	if raw, ok := cm.Data[PricesKey]; ok {
-		if err := json.Unmarshal([]byte(raw), &s.Prices); err != nil {
-			return nil, fmt.Errorf("%s: parsing %s: %w", source, PricesKey, err)
+		if s.Prices, err = parsePrices([]byte(raw)); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", source, PricesKey, err)
 		}
 	}
 	if at, ok := cm.Annotations[FetchedAtAnnotation]; ok {
@@ -168,6 +189,70 @@ func FromConfigMap(cm *corev1.ConfigMap, region string) (*Signals, error) {
 		s.FetchedAt = t
 	}
 	return s, nil
+}
+
+// parsePrices reads price overrides and refuses any figure that is not a plausible hourly
+// price: not positive (a figure given as 0 included: leave it out instead), not finite, or
+// above MaxHourlyPrice. Each refusal names the type and the field.
+func parsePrices(data []byte) (map[string]PriceOverride, error) {
+	var raw map[string]struct {
+		OnDemand *float64 `json:"onDemand"`
+		Spot     *float64 `json:"spot"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("parsing: %w", err)
+	}
+	names := make([]string, 0, len(raw))
+	for name := range raw {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var bad []string
+	out := make(map[string]PriceOverride, len(raw))
+	for _, name := range names {
+		o := raw[name]
+		var p PriceOverride
+		for _, f := range []struct {
+			field string
+			v     *float64
+			to    *float64
+		}{{"onDemand", o.OnDemand, &p.OnDemand}, {"spot", o.Spot, &p.Spot}} {
+			if f.v == nil {
+				continue
+			}
+			if problem := implausible(*f.v); problem != "" {
+				bad = append(bad, fmt.Sprintf("%s %s %s %s", name, f.field, strconv.FormatFloat(*f.v, 'g', 6, 64), problem))
+				continue
+			}
+			*f.to = *f.v
+		}
+		out[name] = p
+	}
+	if len(bad) > 0 {
+		const shown = 3 // a condition message, not a listing of a hostile file
+		more := ""
+		if len(bad) > shown {
+			more = fmt.Sprintf(" (and %d more)", len(bad)-shown)
+			bad = bad[:shown]
+		}
+		return nil, fmt.Errorf("%s%s: a price must be above 0 and at most $%g per hour", strings.Join(bad, "; "), more, MaxHourlyPrice)
+	}
+	return out, nil
+}
+
+// implausible says what is wrong with an hourly price, or "" when nothing is.
+func implausible(v float64) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "is not a number"
+	case v < 0:
+		return "is negative"
+	case v == 0:
+		return "is zero"
+	case v > MaxHourlyPrice:
+		return fmt.Sprintf("is above $%g per hour", MaxHourlyPrice)
+	}
+	return ""
 }
 
 // FromFile reads signals from a file holding either the signals ConfigMap (YAML or JSON)
@@ -192,7 +277,9 @@ func FromFile(data []byte, source, region string) (*Signals, error) {
 	if err != nil || !found {
 		return nil, err
 	}
-	return fromAdvice(advice, region, source), nil
+	s := fromAdvice(advice, region, source)
+	s.BareFeed = true
+	return s, nil
 }
 
 func fromAdvice(advice map[string]Advice, region, source string) *Signals {
@@ -263,6 +350,9 @@ type Freshness struct {
 	Message string
 	// StaleAt is when Fresh signals turn Stale; zero otherwise.
 	StaleAt time.Time
+	// FreshAt is when signals dated a little ahead (within maxAge of now) come within
+	// MaxClockSkew and turn Fresh; zero otherwise.
+	FreshAt time.Time
 }
 
 // Assess judges signals at now against maxAge. s may be nil (no signals).
@@ -272,6 +362,12 @@ func Assess(s *Signals, missing string, now time.Time, maxAge time.Duration) Fre
 		return Freshness{Status: "False", Reason: "Missing", Message: missing + "; weights use the embedded catalog's interruption buckets"}
 	case s.FetchedAt.IsZero():
 		return Freshness{Status: "False", Reason: "Stale", Message: fmt.Sprintf("%s has no %s annotation, so its age is unknown; weights use the embedded catalog", s.Source, FetchedAtAnnotation)}
+	case s.FetchedAt.Sub(now) > MaxClockSkew:
+		f := Freshness{Status: "False", Reason: "Stale", Message: fmt.Sprintf("%s was fetched at %s, which is in the future (more than %s ahead of now); weights use the embedded catalog", s.Source, s.FetchedAt.UTC().Format(time.RFC3339), MaxClockSkew)}
+		if s.FetchedAt.Sub(now) <= maxAge { // a clock ahead, not a date nobody could mean
+			f.FreshAt = s.FetchedAt.Add(-MaxClockSkew)
+		}
+		return f
 	case now.Sub(s.FetchedAt) > maxAge:
 		return Freshness{Status: "False", Reason: "Stale", Message: fmt.Sprintf("%s was fetched at %s, more than %s ago; weights use the embedded catalog", s.Source, s.FetchedAt.UTC().Format(time.RFC3339), maxAge)}
 	}

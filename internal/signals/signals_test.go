@@ -1,6 +1,7 @@
 package signals_test
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"strings"
@@ -160,5 +161,77 @@ func TestFromFileAcceptsTheFeedOrTheConfigMap(t *testing.T) {
 	s, err = signals.FromFile([]byte(cm), "cm.yaml", "us-east-1")
 	if err != nil || s.Buckets["c7g.large"] != catalog.BucketUnder5 || s.FetchedAt.IsZero() || s.Source != "cm.yaml" {
 		t.Fatalf("%+v %v", s, err)
+	}
+}
+
+// TestAFutureFetchedAtIsStale: a fetched-at beyond the clock-skew allowance is not
+// believed; within it, it is now. A date a little ahead comes due by itself; one nobody
+// could mean (2999) never does.
+func TestAFutureFetchedAtIsStale(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name, at string
+		reason   string
+		freshAt  time.Time
+	}{
+		{"within the skew", "2026-11-29T12:04:00Z", "Fresh", time.Time{}},
+		{"a clock an hour ahead", "2026-11-29T13:00:00Z", "Stale", time.Date(2026, 11, 29, 12, 55, 0, 0, time.UTC)},
+		{"the year 2999", "2999-01-01T00:00:00Z", "Stale", time.Time{}},
+	} {
+		s, err := signals.FromConfigMap(configMap(t, tc.at), "us-east-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := signals.Assess(s, "", now, 48*time.Hour)
+		if f.Reason != tc.reason || !f.FreshAt.Equal(tc.freshAt) {
+			t.Errorf("%s: %+v, want %s fresh at %v", tc.name, f, tc.reason, tc.freshAt)
+		}
+		if tc.reason == "Stale" && (f.Status != "False" || !strings.Contains(f.Message, tc.at+", which is in the future") || !f.StaleAt.IsZero()) {
+			t.Errorf("%s: %+v", tc.name, f)
+		}
+	}
+}
+
+// TestPriceOverridesMustBePlausible: an override that is not a positive hourly price of at
+// most MaxHourlyPrice is refused, naming the type and the field, instead of being ignored
+// (negative, zero) or outranking every real type (1.7e308).
+func TestPriceOverridesMustBePlausible(t *testing.T) {
+	for _, tc := range []struct{ prices, want string }{
+		{`{"m5.large": {"onDemand": -0.1}}`, "m5.large onDemand -0.1 is negative"},
+		{`{"m5.large": {"onDemand": 0.1, "spot": -0.05}}`, "m5.large spot -0.05 is negative"},
+		{`{"m5.large": {"spot": 0}}`, "m5.large spot 0 is zero"},
+		{`{"m5.large": {"onDemand": 1.7e308}}`, "m5.large onDemand 1.7e+308 is above $1000 per hour"},
+		{`{"m5.large": {"onDemand": 1000.01}}`, "m5.large onDemand 1000.01 is above $1000 per hour"},
+		{`{"m5.large": {"onDemand": 1e999}}`, "parsing"},
+		{`{"a.large": {"spot": -1}, "b.large": {"spot": -1}, "c.large": {"spot": -1}, "d.large": {"spot": -1}}`, "c.large spot -1 is negative (and 1 more)"},
+	} {
+		cm := configMap(t, "2026-11-29T10:00:00Z")
+		cm.Data[signals.PricesKey] = tc.prices
+		s, err := signals.FromConfigMap(cm, "us-east-1")
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "prices.json") {
+			t.Errorf("%s: signals %v, error %v; want an error with %q", tc.prices, s, err, tc.want)
+		}
+	}
+	cm := configMap(t, "2026-11-29T10:00:00Z")
+	cm.Data[signals.PricesKey] = fmt.Sprintf(`{"u7in-32tb.224xlarge": {"onDemand": %g}}`, signals.MaxHourlyPrice)
+	if s, err := signals.FromConfigMap(cm, "us-east-1"); err != nil || s.Prices["u7in-32tb.224xlarge"].OnDemand != signals.MaxHourlyPrice {
+		t.Errorf("the ceiling itself: %v %v", s, err)
+	}
+}
+
+// TestTheCeilingIsGenerous: every catalog price is well under MaxHourlyPrice, so a real
+// override for the dearest type is never refused; a regenerated catalog that breaks this
+// margin fails here rather than in a cluster.
+func TestTheCeilingIsGenerous(t *testing.T) {
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for region, prices := range cat.Prices {
+		for name, p := range prices {
+			if p.OnDemand*2 > signals.MaxHourlyPrice {
+				t.Errorf("%s in %s costs $%g/h on demand: the ceiling leaves less than twice that", name, region, p.OnDemand)
+			}
+		}
 	}
 }
