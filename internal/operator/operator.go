@@ -31,6 +31,7 @@ import (
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/controllers"
 	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/decode"
 	"github.com/poolsmith/poolsmith/internal/observe"
 	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/rebalance"
@@ -177,6 +178,16 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		// managedFields (about a third of what it held; updates carry none, so the server
 		// keeps its own).
 		Cache: cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()},
+	}
+	// One object that does not fit its Go type must not stop the list and watch of every
+	// class or Baseline (internal/decode).
+	mgrOpts.NewCache = func(cfg *rest.Config, o cache.Options) (cache.Cache, error) {
+		newInformer, err := decode.NewInformer(cfg, o.HTTPClient)
+		if err != nil {
+			return nil, err
+		}
+		o.NewInformer = newInformer
+		return cache.New(cfg, o)
 	}
 	if lock != nil {
 		mgrOpts.LeaderElectionResourceLockInterface = lock
