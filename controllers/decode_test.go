@@ -45,7 +45,7 @@ var _ = Describe("A class or Baseline that does not decode", func() {
 		waitSynced("decodes")
 
 		By("fixing the field brings the class back")
-		Expect(env.Client.Patch(ctx, &v1alpha1.WorkloadClass{ObjectMeta: wc.ObjectMeta},
+		Expect(env.Client.Patch(ctx, &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: "undecodable"}},
 			client.RawPatch(types.MergePatchType, []byte(`{"spec":{"rebalance":{"maxConcurrent":2}}}`)))).To(Succeed())
 		waitSynced("undecodable")
 	})
