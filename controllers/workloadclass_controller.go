@@ -30,6 +30,7 @@ import (
 	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/decode"
 	"github.com/poolsmith/poolsmith/internal/observe"
 	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/render"
@@ -143,6 +144,9 @@ func (r *WorkloadClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		}
 		return ctrl.Result{}, err
 	}
+	if why := decode.Error(wc); why != "" {
+		return r.undecodable(ctx, wc, why)
+	}
 	if !wc.DeletionTimestamp.IsZero() {
 		r.written.Delete(wc.UID)
 		return r.finalize(ctx, wc)
@@ -182,6 +186,11 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 		}
 		r.notSynced(wc, v1alpha1.ReasonBaselineNotFound, fmt.Sprintf("Baseline %q does not exist; existing children are left as they are until it does", name))
 		return ctrl.Result{}, nil // the Baseline watch brings the class back when it appears
+	}
+	if why := decode.Error(baseline); why != "" {
+		msg := fmt.Sprintf("Baseline %q does not decode (%s); existing children are left as they are until it is fixed", name, why)
+		r.notSynced(wc, v1alpha1.ReasonInvalidSpec, msg)
+		return ctrl.Result{}, reconcile.TerminalError(errors.New(msg))
 	}
 	cat, freshness, err := r.Signals.Catalog(ctx, r.Client)
 	if err != nil {
@@ -294,7 +303,7 @@ func (r *WorkloadClassReconciler) finalize(ctx context.Context, wc *v1alpha1.Wor
 		return ctrl.Result{RequeueAfter: deletionRequeue}, nil
 	}
 	controllerutil.RemoveFinalizer(wc, v1alpha1.Finalizer)
-	if err := r.Update(ctx, wc); err != nil {
+	if err := r.releaseFinalizer(ctx, original, wc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	forgetClass(wc.Name)

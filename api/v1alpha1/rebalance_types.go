@@ -53,9 +53,10 @@ type Rebalance struct {
 	After *metav1.Duration `json:"after,omitempty"`
 
 	// maxConcurrent is how many of the class's nodes may be moving at once: a number, or
-	// a percentage of the class's nodes on fallback rungs (rounded up). Default 1.
+	// a percentage of the class's nodes on fallback rungs (rounded up). Default 1. A number
+	// is at most 2147483647, what its Go type (int32) holds.
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^([1-9][0-9]?|100)%$')",message="must be a number of at least 1 or a percentage from 1% to 100%"
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 && self <= 2147483647 : self.matches('^([1-9][0-9]?|100)%$')",message="must be a number from 1 to 2147483647 or a percentage from 1% to 100%"
 	// +optional
 	MaxConcurrent *intstr.IntOrString `json:"maxConcurrent,omitempty"`
 

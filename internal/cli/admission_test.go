@@ -3,43 +3,98 @@ package cli
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 )
 
-// hostile are inputs admission refuses, each an edit of a valid Baseline and class. The
-// API server is asked first, so a row whose input admission accepts fails the test rather
-// than proving nothing.
-var hostile = []struct {
-	name  string
-	edit  func(baseline, class map[string]any)
-	field string
-}{
-	{"weight ceiling 1000", func(_, c map[string]any) { spec(c)["weighting"] = map[string]any{"ceiling": int64(1000)} }, "spec.weighting.ceiling"},
-	{"taint effect Evict", func(_, c map[string]any) {
-		spec(c)["taints"] = []any{map[string]any{"key": "a", "effect": "Evict"}}
-	}, "spec.taints[0].effect"},
-	{"duplicate taints", func(_, c map[string]any) {
-		t := map[string]any{"key": "a", "effect": "NoSchedule"}
-		spec(c)["taints"] = []any{t, t}
-	}, "spec.taints"},
-	{"class name with an underscore", func(_, c map[string]any) { meta(c)["name"] = "General_Class" }, "metadata.name"},
-	{"Baseline without spec", func(b, _ map[string]any) { delete(b, "spec") }, "spec"},
-	{"budget nodes lots", func(_, c map[string]any) {
-		spec(c)["disruption"] = map[string]any{"budgets": []any{map[string]any{"nodes": "lots"}}}
-	}, "spec.disruption.budgets[0].nodes"},
-	{"Baseline without role or subnets", func(b, _ map[string]any) {
-		nc := spec(b)["nodeClass"].(map[string]any)
-		delete(nc, "role")
-		delete(nc, "subnetSelectorTerms")
-	}, "spec.nodeClass"},
+// The hostile-input suite: each testdata/hostile/*.yaml is one input admission refuses,
+// written as JSON merge patches (RFC 7386: null deletes, lists replace) over the samples'
+// Baseline (`baseline:`) and general class (`class:`), and a header line
+// `# field: <path>` naming the field both admission and the CLI must blame. Add a row by
+// adding a file.
+const hostileDir = "testdata/hostile"
+
+// hostileInput is one file of the suite, applied to the samples.
+type hostileInput struct {
+	name, field     string
+	baseline, class map[string]any
 }
 
-func spec(obj map[string]any) map[string]any { return obj["spec"].(map[string]any) }
-func meta(obj map[string]any) map[string]any { return obj["metadata"].(map[string]any) }
+func hostileInputs(t *testing.T) []hostileInput {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(hostileDir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no hostile inputs in %s: %v", hostileDir, err)
+	}
+	var out []hostileInput
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := hostileInput{name: strings.TrimSuffix(filepath.Base(f), ".yaml")}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "# field:"); ok {
+				in.field = strings.TrimSpace(v)
+			}
+		}
+		if in.field == "" {
+			t.Fatalf("%s: no `# field:` header", f)
+		}
+		patches := map[string]any{}
+		if err := unmarshalYAML(b, &patches); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		in.baseline = readYAML(t, samples+"/poolsmith_v1alpha1_baseline.yaml")
+		in.class = readYAML(t, samples+"/poolsmith_v1alpha1_workloadclass_general.yaml")
+		for k := range patches {
+			if k != "baseline" && k != "class" {
+				t.Fatalf("%s: unknown key %q (baseline or class)", f, k)
+			}
+		}
+		if p, ok := patches["baseline"].(map[string]any); ok {
+			mergePatch(in.baseline, p)
+		}
+		if p, ok := patches["class"].(map[string]any); ok {
+			mergePatch(in.class, p)
+		}
+		out = append(out, in)
+	}
+	return out
+}
+
+// mergePatch applies an RFC 7386 merge patch to doc.
+func mergePatch(doc, patch map[string]any) {
+	for k, v := range patch {
+		switch pv := v.(type) {
+		case nil:
+			delete(doc, k)
+		case map[string]any:
+			dv, ok := doc[k].(map[string]any)
+			if !ok {
+				dv = map[string]any{}
+				doc[k] = dv
+			}
+			mergePatch(dv, pv)
+		default:
+			doc[k] = v
+		}
+	}
+}
+
+// unmarshalYAML reads YAML as the API server reads a body: integers stay int64.
+func unmarshalYAML(b []byte, v any) error {
+	j, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		return err
+	}
+	return utiljson.Unmarshal(j, v)
+}
 
 func readYAML(t *testing.T, path string) map[string]any {
 	t.Helper()
@@ -48,34 +103,38 @@ func readYAML(t *testing.T, path string) map[string]any {
 		t.Fatal(err)
 	}
 	var m map[string]any
-	if err := yaml.Unmarshal(b, &m); err != nil {
+	if err := unmarshalYAML(b, &m); err != nil {
 		t.Fatal(err)
 	}
 	return m
 }
 
+// TestOfflineCommandsRefuseWhatAdmissionRefuses runs each hostile input on the real API
+// server first (a row admission accepts proves nothing and fails), then through render,
+// explain and lint, which must refuse it too and name the same field.
 func TestOfflineCommandsRefuseWhatAdmissionRefuses(t *testing.T) {
 	env, _ := liveCluster(t)
 	ctx := context.Background()
-	for _, tc := range hostile {
+	for _, tc := range hostileInputs(t) {
 		t.Run(tc.name, func(t *testing.T) {
-			b := readYAML(t, samples+"/poolsmith_v1alpha1_baseline.yaml")
-			c := readYAML(t, samples+"/poolsmith_v1alpha1_workloadclass_general.yaml")
-			tc.edit(b, c)
-			var refused bool
-			for _, obj := range []map[string]any{b, c} {
+			var refusals []string
+			for _, obj := range []map[string]any{tc.baseline, tc.class} {
 				u := &unstructured.Unstructured{Object: obj}
 				err := env.Client.Create(ctx, u.DeepCopy())
 				if err == nil {
 					_ = env.Client.Delete(ctx, u)
+					continue
 				}
-				refused = refused || err != nil
+				refusals = append(refusals, err.Error())
 			}
-			if !refused {
+			if len(refusals) == 0 {
 				t.Fatal("admission accepts this input; the row proves nothing")
 			}
-			by, _ := yaml.Marshal(b)
-			cy, _ := yaml.Marshal(c)
+			if !strings.Contains(strings.Join(refusals, "\n"), tc.field) {
+				t.Errorf("admission does not name %s:\n%s", tc.field, strings.Join(refusals, "\n"))
+			}
+			by, _ := yaml.Marshal(tc.baseline)
+			cy, _ := yaml.Marshal(tc.class)
 			stdin := string(by) + "---\n" + string(cy)
 			for _, cmd := range []string{"render", "explain", "lint"} {
 				code, out, stderr := run(t, stdin, cmd, "-f", "-")
@@ -87,5 +146,15 @@ func TestOfflineCommandsRefuseWhatAdmissionRefuses(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHostileInputsAreWellFormed checks the suite's files without a control plane.
+func TestHostileInputsAreWellFormed(t *testing.T) {
+	for _, in := range hostileInputs(t) {
+		by, err := yaml.Marshal(in.baseline)
+		if err != nil || len(by) == 0 {
+			t.Errorf("%s: %v", in.name, err)
+		}
 	}
 }

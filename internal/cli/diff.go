@@ -10,12 +10,15 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/controllers"
 	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/decode"
 	"github.com/poolsmith/poolsmith/internal/diff"
 	"github.com/poolsmith/poolsmith/internal/observe"
 	"github.com/poolsmith/poolsmith/internal/operator"
@@ -134,10 +137,18 @@ func (d differ) run(ctx context.Context) (bool, error) {
 			changed = true
 			continue
 		}
+		if why := decode.Error(baseline); why != "" {
+			fmt.Fprintf(d.w, "%s: Baseline %q in the cluster does not decode (%s): the controller reports InvalidSpec and leaves its children as they are\n", ref, wc.BaselineName(), why)
+			changed = true
+			continue
+		}
 		// Ownership is by the class's UID as the cluster holds it; a class not created yet
 		// owns nothing.
+		// Only its metadata is read, so a live class that does not decode (internal/decode)
+		// does not stop the diff of the input's.
 		owner := wc.DeepCopy()
-		live := &v1alpha1.WorkloadClass{}
+		live := &metav1.PartialObjectMetadata{}
+		live.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("WorkloadClass"))
 		switch err := d.reader.Get(ctx, client.ObjectKey{Name: wc.Name}, live); {
 		case err == nil:
 			owner.UID = live.UID
@@ -171,11 +182,17 @@ func (d differ) baseline(ctx context.Context, wc *v1alpha1.WorkloadClass) (*v1al
 	if b, ok := d.in.baselines[wc.BaselineName()]; ok {
 		return b, nil
 	}
-	b := &v1alpha1.Baseline{}
-	if err := d.reader.Get(ctx, client.ObjectKey{Name: wc.BaselineName()}, b); err != nil {
+	// Read as the manager's cache reads it, so one that does not decode is reported, not fatal.
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("Baseline"))
+	if err := d.reader.Get(ctx, client.ObjectKey{Name: wc.BaselineName()}, u); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
+		return nil, fmt.Errorf("reading Baseline %s: %w", wc.BaselineName(), err)
+	}
+	b := &v1alpha1.Baseline{}
+	if err := decode.Unstructured(u, b); err != nil {
 		return nil, fmt.Errorf("reading Baseline %s: %w", wc.BaselineName(), err)
 	}
 	return b, nil

@@ -1,6 +1,7 @@
 // Package operator builds Poolsmith's controller-runtime manager: a cache that holds only
 // Poolsmith's objects, the NodePools, EC2NodeClasses and admission policies it manages, the
-// NodeClaims of its classes and the namespaces that name a default class; the reconcilers
+// NodeClaims of its classes and the namespaces that name a default class (classes and
+// Baselines read item by item, internal/decode); the reconcilers
 // (WorkloadClass, Baseline, rebalance), health and readiness probes, metrics and leader
 // election. `poolsmith manager`, `make demo` and the controller tests all start it here.
 package operator
@@ -31,6 +32,7 @@ import (
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/controllers"
 	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/decode"
 	"github.com/poolsmith/poolsmith/internal/observe"
 	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/rebalance"
@@ -177,6 +179,16 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		// managedFields (about a third of what it held; updates carry none, so the server
 		// keeps its own).
 		Cache: cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()},
+	}
+	// One object that does not fit its Go type must not stop the list and watch of every
+	// class or Baseline (internal/decode).
+	mgrOpts.NewCache = func(cfg *rest.Config, o cache.Options) (cache.Cache, error) {
+		newInformer, err := decode.NewInformer(cfg, o.HTTPClient)
+		if err != nil {
+			return nil, err
+		}
+		o.NewInformer = newInformer
+		return cache.New(cfg, o)
 	}
 	if lock != nil {
 		mgrOpts.LeaderElectionResourceLockInterface = lock

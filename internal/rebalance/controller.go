@@ -26,6 +26,7 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/decode"
 	"github.com/poolsmith/poolsmith/internal/signals"
 )
 
@@ -68,12 +69,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !wc.DeletionTimestamp.IsZero() {
+	// A class or Baseline that does not decode whole (internal/decode) is reported by the
+	// WorkloadClass controller; nothing moves on settings read from part of it.
+	if !wc.DeletionTimestamp.IsZero() || decode.Error(wc) != "" {
 		return ctrl.Result{}, nil
 	}
 	var defaults *v1alpha1.Rebalance
 	baseline := &v1alpha1.Baseline{}
 	if err := r.Get(ctx, client.ObjectKey{Name: wc.BaselineName()}, baseline); err == nil {
+		if decode.Error(baseline) != "" {
+			return ctrl.Result{}, nil
+		}
 		defaults = baseline.Spec.Rebalance
 	} else if !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("getting Baseline %s: %w", wc.BaselineName(), err)
