@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,6 +43,17 @@ func pod(ns, name string, spec corev1.PodSpec) *corev1.Pod {
 // admit asks the API server to create obj without storing it: admission, policies
 // included, runs in full and obj is filled with what would be stored.
 func admit(obj client.Object) error { return env.Client.Create(ctx, obj, client.DryRunAll) }
+
+// admitAs is admit as user (impersonated).
+func admitAs(user string, obj client.Object) error {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:serviceaccounts", "system:authenticated"}}
+	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		return err
+	}
+	return c.Create(ctx, obj, client.DryRunAll)
+}
 
 var (
 	gpuTaint    = corev1.Toleration{Key: "example.com/dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu-access", Effect: corev1.TaintEffectNoSchedule}
@@ -91,15 +103,63 @@ var _ = Describe("Access rules and namespace defaults, enforced by the API serve
 		Expect(admit(pod("web", "rung", rung))).To(MatchError(ContainSubstring("could run on WorkloadClass gpu-access")))
 	})
 
-	It("admits pods elsewhere that cannot land on the class: another class chosen, a taint not tolerated, a DaemonSet's, kube-system's", func() {
+	It("admits pods elsewhere that cannot land on the class: another class chosen, a taint not tolerated, the DaemonSet controller's, kube-system's", func() {
 		elsewhere := podSpec("cpu-open", corev1.Toleration{Operator: corev1.TolerationOpExists})
 		Expect(admit(pod("web", "elsewhere", elsewhere))).To(Succeed())
 		Expect(admit(pod("web", "half", podSpec("", nvidiaTaint)))).To(Succeed())
-		ds := pod("web", "agent", podSpec("", corev1.Toleration{Operator: corev1.TolerationOpExists}))
-		ds.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "0f0f0f0f-0000-0000-0000-000000000001", Controller: ptr.To(true)}}
-		Expect(admit(ds)).To(Succeed())
+		// The DaemonSet controller creates its pods as its own service account.
+		Expect(admitAs(render.DaemonSetController, pod("web", "agent-x1", podSpec(class, corev1.Toleration{Operator: corev1.TolerationOpExists})))).To(Succeed())
 		create(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "kube-system"}})
 		Expect(admit(pod("kube-system", "aws-node", podSpec("", corev1.Toleration{Operator: corev1.TolerationOpExists})))).To(Succeed())
+	})
+
+	It("refuses a bare pod whose forged controller ownerReference names a DaemonSet: owners are not evidence", func() {
+		for _, apiVersion := range []string{"apps/v1", "bogus.example.com/v1"} {
+			forged := pod("web", "forged", podSpec(class, corev1.Toleration{Operator: corev1.TolerationOpExists}))
+			forged.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersion, Kind: "DaemonSet", Name: "agent", UID: "0f0f0f0f-0000-0000-0000-000000000001", Controller: ptr.To(true)}}
+			Expect(admit(forged)).To(MatchError(ContainSubstring("Pod forged in namespace web could run on WorkloadClass gpu-access")), apiVersion)
+		}
+	})
+
+	It("judges DaemonSet templates: one aimed at the class from outside is refused, a node agent that tolerates everything is admitted", func() {
+		ds := func(name string, spec corev1.PodSpec) *appsv1.DaemonSet {
+			return &appsv1.DaemonSet{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: name},
+				Spec: appsv1.DaemonSetSpec{
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}}, Spec: spec},
+				},
+			}
+		}
+		everything := corev1.Toleration{Operator: corev1.TolerationOpExists}
+		Expect(admit(ds("miner", podSpec(class, everything)))).To(MatchError(ContainSubstring("DaemonSet miner in namespace web could run on WorkloadClass gpu-access")))
+		rung := podSpec("", everything)
+		rung.NodeSelector = map[string]string{"karpenter.sh/nodepool": class + "-spot-amd64"}
+		Expect(admit(ds("rung-miner", rung))).To(MatchError(ContainSubstring("could run on WorkloadClass gpu-access")))
+		// Tolerating the class's own taints by key aims at the class as surely as selecting it.
+		Expect(admit(ds("keyed", podSpec("", gpuTaint, nvidiaTaint)))).To(MatchError(ContainSubstring("could run on WorkloadClass gpu-access")))
+		Expect(admit(ds("node-agent", podSpec("", everything)))).To(Succeed())
+		inside := ds("miner", podSpec(class, everything))
+		inside.Namespace = "ml"
+		Expect(admit(inside)).To(Succeed())
+	})
+
+	It("judges ReplicationController and PodTemplate templates", func() {
+		rc := &corev1.ReplicationController{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "legacy"},
+			Spec: corev1.ReplicationControllerSpec{
+				Selector: map[string]string{"app": "legacy"},
+				Template: &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "legacy"}}, Spec: podSpec(class, gpuTaint, nvidiaTaint)},
+			},
+		}
+		Expect(admit(rc)).To(MatchError(ContainSubstring("ReplicationController legacy in namespace web could run on WorkloadClass gpu-access")))
+		pt := &corev1.PodTemplate{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "tmpl"},
+			Template:   corev1.PodTemplateSpec{Spec: podSpec(class, gpuTaint, nvidiaTaint)},
+		}
+		Expect(admit(pt)).To(MatchError(ContainSubstring("PodTemplate tmpl in namespace web could run on WorkloadClass gpu-access")))
+		pt.Namespace = "ml"
+		Expect(admit(pt)).To(Succeed())
 	})
 
 	It("refuses a Deployment whose pod template would land on the class, at creation", func() {

@@ -43,13 +43,26 @@ func DefaultsPolicyName(class string) string { return "poolsmith-default-" + cla
 // Label keys a pod selects a node, and so a class, with.
 const labelNodePool = karpv1.NodePoolLabelKey
 
-// podSpec picks the pod spec out of a Pod or a workload's pod template.
+// podSpec picks the pod spec out of a Pod, a PodTemplate or a workload's pod template.
 func podSpec(root string) string {
-	return fmt.Sprintf(`%[1]s.kind == "Pod" ? %[1]s.spec : (%[1]s.kind == "CronJob" ? %[1]s.spec.jobTemplate.spec.template.spec : %[1]s.spec.template.spec)`, root)
+	return fmt.Sprintf(`%[1]s.kind == "Pod" ? %[1]s.spec : (%[1]s.kind == "PodTemplate" ? %[1]s.template.spec : (%[1]s.kind == "CronJob" ? %[1]s.spec.jobTemplate.spec.template.spec : %[1]s.spec.template.spec))`, root)
 }
 
-// notDaemonSetPod lets DaemonSet pods through: they run on every node by design.
-const notDaemonSetPod = `object.kind != "Pod" || !has(object.metadata.ownerReferences) || !object.metadata.ownerReferences.exists(r, r.kind == "DaemonSet" && has(r.controller) && r.controller)`
+// DaemonSetController is the identity kube-controller-manager's DaemonSet controller
+// creates pods as when it runs with --use-service-account-credentials (as EKS and kubeadm
+// run it). Who creates a pod is evidence; an ownerReference, which anyone who may create a
+// pod can write, is not.
+const DaemonSetController = "system:serviceaccount:kube-system:daemon-set-controller"
+
+// notDaemonSetPod lets the DaemonSet controller's pods through: they run on every node by
+// design, and their DaemonSet's template was judged when it was written.
+var notDaemonSetPod = `object.kind != "Pod" || request.userInfo.username != ` + quote(DaemonSetController)
+
+// tolerationsCEL are the tolerations that count towards landing on a class: a DaemonSet's
+// blanket toleration (operator Exists, no key) is a node agent's, which runs on every node
+// and is admitted; a DaemonSet that tolerates a class's taints by key, or selects the class,
+// is judged like any other template.
+const tolerationsCEL = `has(variables.spec.tolerations) ? (object.kind == "DaemonSet" ? variables.spec.tolerations.filter(t, has(t.key) && t.key != "") : variables.spec.tolerations) : []`
 
 // exemptNamespaces matches every namespace but kube-system.
 func exemptNamespaces(more ...metav1.LabelSelectorRequirement) *metav1.LabelSelector {
@@ -237,8 +250,8 @@ func (r *renderer) validatingPolicy(t *template, rungs []string) (*admissionv1.V
 				ObjectSelector:    &metav1.LabelSelector{},
 				MatchPolicy:       ptr.To(admissionv1.Equivalent),
 				ResourceRules: []admissionv1.NamedRuleWithOperations{
-					rule("", "pods"),
-					rule("apps", "deployments", "replicasets", "statefulsets"),
+					rule("", "pods", "podtemplates", "replicationcontrollers"),
+					rule("apps", "daemonsets", "deployments", "replicasets", "statefulsets"),
 					rule("batch", "cronjobs", "jobs"),
 				},
 			},
@@ -252,7 +265,7 @@ func (r *renderer) validatingPolicy(t *template, rungs []string) (*admissionv1.V
 				{Name: "spec", Expression: podSpec("object")},
 				{Name: "nodeSelector", Expression: `has(variables.spec.nodeSelector) ? variables.spec.nodeSelector : {}`},
 				{Name: "terms", Expression: `has(variables.spec.affinity) && has(variables.spec.affinity.nodeAffinity) && has(variables.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution) ? variables.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms : []`},
-				{Name: "tolerations", Expression: `has(variables.spec.tolerations) ? variables.spec.tolerations : []`},
+				{Name: "tolerations", Expression: tolerationsCEL},
 				// An update that leaves the pod spec alone (a label, a finalizer, a scale) is
 				// not judged: a pod admitted before the rule changed can still be deleted.
 				{Name: "unchanged", Expression: `request.operation == "UPDATE" && oldObject != null && (` + podSpec("oldObject") + `) == variables.spec`},
