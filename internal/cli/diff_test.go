@@ -112,7 +112,7 @@ func (r *recorder) client(c client.WithWatch) client.WithWatch {
 		}
 		switch kind {
 		case plan.KindNodePool, plan.KindNodeClass, plan.KindNodeOverlay,
-			plan.KindValidatingPolicy, plan.KindValidatingPolicyBinding, plan.KindMutatingPolicy, plan.KindMutatingPolicyBinding:
+			plan.KindAccessRule:
 			r.writes = append(r.writes, verb+" "+kind+"/"+obj.GetName())
 		}
 	}
