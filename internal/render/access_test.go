@@ -11,6 +11,7 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/render"
+	"github.com/poolsmith/poolsmith/internal/validate"
 )
 
 func TestAccessRendersOneAccessRulePerClass(t *testing.T) {
@@ -146,5 +147,22 @@ func TestAccessSelectorCharactersAreCheckedAtRender(t *testing.T) {
 	_, err := render.Render(baseline(), wc, render.Options{})
 	if err == nil || !strings.Contains(err.Error(), "spec.access.namespaceSelector.matchLabels") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// The policies compile in the API server's stored-expression environment, params included.
+func TestAdmissionPoliciesCompile(t *testing.T) {
+	crds, err := validate.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range render.AdmissionPolicies() {
+		doc, err := render.CleanJSON(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := crds.Create(doc); err != nil {
+			t.Errorf("%s: %v", p.GetName(), err)
+		}
 	}
 }
