@@ -5,8 +5,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// LabelRestricted marks the AccessRule of a class with spec.access: the chart's access
-// policy binding selects only these, so an open class costs a pod's admission nothing.
+// LabelRestricted is "true" on the AccessRule of a class with spec.access, "false" on an
+// open class's: the chart's access policy binding selects only the restricted, so an open
+// class costs a pod's admission nothing.
 const LabelRestricted = "poolsmith.dev/restricted"
 
 // AccessRuleSpec is what the API server needs to judge a pod against one WorkloadClass:

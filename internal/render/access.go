@@ -352,6 +352,9 @@ func (r *renderer) accessRule(t *template, rungs []Rung) *v1alpha1.AccessRule {
 		rule.Spec.Rungs = append(rule.Spec.Rungs, rung.Name)
 	}
 	slices.Sort(rule.Spec.Rungs)
+	// Always set, "false" on an open class: a label the render drops would be kept on the
+	// live object as another writer's.
+	rule.Labels[v1alpha1.LabelRestricted] = "false"
 	if a := r.class.Spec.Access; a != nil {
 		rule.Spec.Access = []v1alpha1.Access{*a.DeepCopy()}
 		rule.Spec.Allowed = describeAccess(a)
@@ -400,7 +403,7 @@ func NarrowedAccessRule(wc *v1alpha1.WorkloadClass, rendered, live *v1alpha1.Acc
 		who = append(who, describeAccess(&access[i]))
 	}
 	want.Spec.Allowed = strings.Join(who, ", and only those also allowed by the class's new spec.access: ")
-	delete(want.Labels, v1alpha1.LabelRestricted)
+	want.Labels[v1alpha1.LabelRestricted] = "false"
 	if len(access) > 0 {
 		want.Labels[v1alpha1.LabelRestricted] = "true"
 	}

@@ -77,7 +77,7 @@ func TestAdmissionPoliciesReadAccessRules(t *testing.T) {
 
 func TestOpenClassRendersAnUnrestrictedAccessRule(t *testing.T) {
 	rule := mustRender(t, baseline(), class("web", v1alpha1.ProfileGeneral)).AccessRule()
-	if rule == nil || len(rule.Spec.Access) != 0 || rule.Labels[v1alpha1.LabelRestricted] != "" {
+	if rule == nil || len(rule.Spec.Access) != 0 || rule.Labels[v1alpha1.LabelRestricted] != "false" {
 		t.Fatalf("AccessRule = %+v: an open class's rule serves namespace defaults only", rule)
 	}
 }

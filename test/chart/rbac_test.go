@@ -804,7 +804,7 @@ func (s *scenario) access(apply func(client.Object) error) error {
 	return s.wait("restricted's AccessRule no longer restricted", func() (bool, error) {
 		got := &v1alpha1.AccessRule{}
 		err := env.Client.Get(ctx, client.ObjectKey{Name: "restricted"}, got)
-		return err == nil && got.Labels[v1alpha1.LabelRestricted] == "" && len(got.Spec.Access) == 0, err
+		return err == nil && got.Labels[v1alpha1.LabelRestricted] == "false" && len(got.Spec.Access) == 0, err
 	})
 }
 
