@@ -152,8 +152,10 @@ const tolerationsCEL = `has(variables.spec.tolerations) ? (object.kind == "Daemo
 
 // allowedCEL is the CEL test of the parameter's access entries on namespaceObject: every
 // entry must admit the namespace, by name or by a label selector (Access.Admits in Go; a
-// test proves the two agree). No entry admits every namespace.
-const allowedCEL = `!has(params.spec.access) || params.spec.access.all(a, (has(a.namespaces) && namespaceObject.metadata.name in a.namespaces) || (has(a.namespaceSelector) && (!has(a.namespaceSelector.matchLabels) || a.namespaceSelector.matchLabels.all(k, k in variables.labels && variables.labels[k] == a.namespaceSelector.matchLabels[k])) && (!has(a.namespaceSelector.matchExpressions) || a.namespaceSelector.matchExpressions.all(e, e.operator == "In" ? (e.key in variables.labels && has(e.values) && variables.labels[e.key] in e.values) : (e.operator == "NotIn" ? !(e.key in variables.labels && has(e.values) && variables.labels[e.key] in e.values) : (e.operator == "Exists" ? e.key in variables.labels : !(e.key in variables.labels)))))))`
+// test proves the two agree). No entry admits every namespace, and so does an entry with
+// neither field: an empty namespaceSelector, which matches every namespace, is written
+// without its empty object.
+const allowedCEL = `!has(params.spec.access) || params.spec.access.all(a, (!has(a.namespaces) && !has(a.namespaceSelector)) || (has(a.namespaces) && namespaceObject.metadata.name in a.namespaces) || (has(a.namespaceSelector) && (!has(a.namespaceSelector.matchLabels) || a.namespaceSelector.matchLabels.all(k, k in variables.labels && variables.labels[k] == a.namespaceSelector.matchLabels[k])) && (!has(a.namespaceSelector.matchExpressions) || a.namespaceSelector.matchExpressions.all(e, e.operator == "In" ? (e.key in variables.labels && has(e.values) && variables.labels[e.key] in e.values) : (e.operator == "NotIn" ? !(e.key in variables.labels && has(e.values) && variables.labels[e.key] in e.values) : (e.operator == "Exists" ? e.key in variables.labels : !(e.key in variables.labels)))))))`
 
 // namespaceLabelsCEL are namespaceObject's labels, empty when it has none.
 const namespaceLabelsCEL = `has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {}`
