@@ -87,6 +87,9 @@ func (c Cluster) Children(ctx context.Context, wc *v1alpha1.WorkloadClass) (plan
 	rule := &v1alpha1.AccessRule{}
 	switch err := c.Cached.Get(ctx, client.ObjectKey{Name: wc.Name}, rule); {
 	case err == nil && metav1.IsControlledBy(rule, wc):
+		// A typed object read straight from the API server carries no apiVersion and kind,
+		// which the validator needs.
+		rule.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(plan.KindAccessRule))
 		live.Policies[plan.KindAccessRule+"/"+rule.Name] = rule
 	case err != nil && !apierrors.IsNotFound(err):
 		return live, fmt.Errorf("getting AccessRule %s: %w", wc.Name, err)
@@ -178,7 +181,10 @@ func (c Cluster) lookup(ctx context.Context, wc *v1alpha1.WorkloadClass, res *re
 	for _, pol := range res.Policies {
 		ref := plan.KindOf(pol) + "/" + pol.GetName()
 		if _, ok := live.Policies[ref]; !ok {
-			if err := check(pol, &v1alpha1.AccessRule{}, func(o client.Object) { live.Policies[ref] = o }); err != nil {
+			if err := check(pol, &v1alpha1.AccessRule{}, func(o client.Object) {
+				o.GetObjectKind().SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(plan.KindAccessRule))
+				live.Policies[ref] = o
+			}); err != nil {
 				return nil, err
 			}
 		}

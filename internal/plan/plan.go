@@ -409,6 +409,8 @@ func childStep(in Input, schema Schema, kind string, want, live, foreign client.
 func replaceSpec(live, want map[string]any) map[string]any {
 	out := copyMap(live)
 	out["spec"] = want["spec"]
+	// A typed object read straight from the API server carries no apiVersion and kind.
+	out["apiVersion"], out["kind"] = want["apiVersion"], want["kind"]
 	md := mapAt(out, "metadata")
 	wmd := mapAt(want, "metadata")
 	for _, key := range []string{"labels", "annotations"} {
