@@ -10,7 +10,6 @@ import (
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,23 +88,20 @@ var _ = Describe("Requests on the write path", func() {
 			wc.Spec.Access = &v1alpha1.Access{Namespaces: []string{"team-counted"}}
 			wc.Spec.Taints = v1alpha1.Taints{{Key: "example.com/dedicated", Value: "counted", Effect: corev1.TaintEffectNoSchedule}}
 		}))
-		// Its access rule would refuse other specs' pods: it goes, policies first, at the end.
+		// Its access rule would refuse other specs' pods: it goes, AccessRule first, at the end.
 		DeferCleanup(func() {
 			Expect(env.Client.Delete(ctx, &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: "counted"}})).To(Succeed())
-			Eventually(exists(&admissionv1.ValidatingAdmissionPolicy{}, "poolsmith-access-counted")).Should(BeFalse())
+			Eventually(exists(&v1alpha1.AccessRule{}, "counted")).Should(BeFalse())
 		})
 		waitSynced("counted")
-		// Children: EC2NodeClass, 2 NodePools, the mutating and validating policies and their bindings.
-		children := 1 + len(nodePoolNames("counted")()) + 4
+		// Children: EC2NodeClass, 2 NodePools, the AccessRule.
+		children := 1 + len(nodePoolNames("counted")()) + 1
 		want := map[string]int{
-			"PUT workloadclasses":                    1,
-			"PATCH workloadclasses/status":           1,
-			"POST ec2nodeclasses":                    1,
-			"POST nodepools":                         children - 5,
-			"POST mutatingadmissionpolicies":         1,
-			"POST mutatingadmissionpolicybindings":   1,
-			"POST validatingadmissionpolicies":       1,
-			"POST validatingadmissionpolicybindings": 1,
+			"PUT workloadclasses":          1,
+			"PATCH workloadclasses/status": 1,
+			"POST ec2nodeclasses":          1,
+			"POST nodepools":               children - 2,
+			"POST accessrules":             1,
 		}
 		// No event for a new class's first family, no read before a create, no second
 		// status write: children + 2.
@@ -125,7 +121,7 @@ var _ = Describe("Requests on the write path", func() {
 			"PATCH workloadclasses/status": 1,
 			"POST events":                  1,
 		}
-		// The unchanged NodePools and policies are not written.
+		// The unchanged NodePools and AccessRule are not written.
 		Eventually(func() map[string]int { return sent.about(mark, "counted") }).Should(Equal(want))
 		Consistently(func() map[string]int { return sent.about(mark, "counted") }, "3s").Should(Equal(want))
 		Expect(get(&v1alpha1.WorkloadClass{}, "counted").Status.DriftNotice).To(ContainSubstring("EC2NodeClass/counted will drift"))

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -70,7 +69,8 @@ type WorkloadClassReconciler struct {
 	Validator plan.Validator
 	// NoAccessPolicies turns spec.access and namespace defaults off (--access-policies=false).
 	NoAccessPolicies bool
-	// NoDefaultPolicies: the API server does not serve MutatingAdmissionPolicy.
+	// NoDefaultPolicies: the API server does not serve MutatingAdmissionPolicy, so the
+	// chart installs no defaults policy (reported in the Access condition).
 	NoDefaultPolicies bool
 
 	// taken holds the UIDs of classes whose last pass met a name held by another object.
@@ -185,7 +185,8 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 			return ctrl.Result{}, fmt.Errorf("getting Baseline %s: %w", name, err)
 		}
 		r.notSynced(wc, v1alpha1.ReasonBaselineNotFound, fmt.Sprintf("Baseline %q does not exist; existing children are left as they are until it does", name))
-		return ctrl.Result{}, nil // the Baseline watch brings the class back when it appears
+		// the Baseline watch brings the class back when it appears
+		return ctrl.Result{}, r.enforceBlocked(ctx, wc, nil, v1alpha1.ReasonBaselineNotFound)
 	}
 	if why := decode.Error(baseline); why != "" {
 		msg := fmt.Sprintf("Baseline %q does not decode (%s); existing children are left as they are until it is fixed", name, why)
@@ -201,7 +202,7 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 		var rerrs render.Errors
 		if errors.As(err, &rerrs) {
 			r.notSynced(wc, rerrs.Reason(), rerrs.Error())
-			return ctrl.Result{}, reconcile.TerminalError(err)
+			return ctrl.Result{}, errors.Join(reconcile.TerminalError(err), r.enforceBlocked(ctx, wc, nil, rerrs.Reason()))
 		}
 		return ctrl.Result{}, err
 	}
@@ -212,13 +213,13 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 		r.rollBackUnfinished(ctx, wc, out.Live)
 		r.setRungs(wc, res, out.Live, nil)
 		r.notSynced(wc, v1alpha1.ReasonOwnershipConflict, conflictMessage(p.Conflicts()))
-		return ctrl.Result{RequeueAfter: conflictRequeue}, nil
+		return ctrl.Result{RequeueAfter: conflictRequeue}, r.enforceBlocked(ctx, wc, res, v1alpha1.ReasonOwnershipConflict)
 	}
 	if len(out.Invalid) > 0 {
 		// Karpenter's CRDs would refuse part of the family: write none of it.
 		msg := "Karpenter's CRDs refuse the rendered objects, so nothing is written: " + observe.InvalidMessage(out.Invalid)
 		r.notSynced(wc, v1alpha1.ReasonInvalidSpec, msg)
-		return ctrl.Result{}, reconcile.TerminalError(errors.New(msg))
+		return ctrl.Result{}, errors.Join(reconcile.TerminalError(errors.New(msg)), r.enforceBlocked(ctx, wc, res, v1alpha1.ReasonInvalidSpec))
 	}
 	if err := r.execute(ctx, wc, p); err != nil {
 		var taken *nameTaken
@@ -228,7 +229,7 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 			r.rollBackUnfinished(ctx, wc, out.Live)
 			r.setRungs(wc, res, out.Live, nil)
 			r.notSynced(wc, v1alpha1.ReasonOwnershipConflict, conflictMessage([]string{taken.ref}))
-			return ctrl.Result{RequeueAfter: conflictRequeue}, nil
+			return ctrl.Result{RequeueAfter: conflictRequeue}, r.enforceBlocked(ctx, wc, res, v1alpha1.ReasonOwnershipConflict)
 		}
 		if apierrors.IsConflict(err) {
 			// A child changed after the cache gave it to the plan (someone else writes it):
@@ -238,7 +239,7 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 			return ctrl.Result{RequeueAfter: conflictRetry}, nil
 		}
 		r.notSynced(wc, v1alpha1.ReasonApplyFailed, err.Error())
-		return ctrl.Result{}, err
+		return ctrl.Result{}, errors.Join(err, r.enforceBlocked(ctx, wc, res, v1alpha1.ReasonApplyFailed))
 	}
 	if drift := p.DriftNotice(); drift != "" {
 		wc.Status.DriftNotice = drift
@@ -267,7 +268,7 @@ func (r *WorkloadClassReconciler) finalize(ctx context.Context, wc *v1alpha1.Wor
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	// Policies go first and under every prune policy: an orphaned policy would go on
+	// The AccessRule goes first and under every prune policy: an orphaned rule would go on
 	// enforcing a class that no longer exists.
 	for _, obj := range live.PolicyObjects() {
 		if err := r.deleteChild(ctx, wc, obj); err != nil {
@@ -340,12 +341,9 @@ func (r *WorkloadClassReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.Owns(&karpv1alpha1.NodeOverlay{})
 	}
 	if !r.NoAccessPolicies {
-		b = b.Owns(&admissionv1.ValidatingAdmissionPolicy{}).Owns(&admissionv1.ValidatingAdmissionPolicyBinding{}).
+		b = b.Owns(&v1alpha1.AccessRule{}).
 			// The cache holds only namespaces that name a default class (see internal/operator).
 			Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(classForNamespace))
-		if !r.NoDefaultPolicies {
-			b = b.Owns(&admissionv1.MutatingAdmissionPolicy{}).Owns(&admissionv1.MutatingAdmissionPolicyBinding{})
-		}
 	}
 	return b.
 		Named("workloadclass").

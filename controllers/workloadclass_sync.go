@@ -30,7 +30,7 @@ func (r *WorkloadClassReconciler) cluster(wc *v1alpha1.WorkloadClass) observe.Cl
 	_, met := r.taken.Load(wc.UID)
 	conflicted := met || (c != nil && c.Reason == v1alpha1.ReasonOwnershipConflict)
 	return observe.Cluster{Cached: r.Client, Direct: r.APIReader, NodeOverlays: r.NodeOverlays, Validator: r.Validator, Lazy: !conflicted, Memo: &r.memo,
-		NoAccessPolicies: r.NoAccessPolicies, NoDefaultPolicies: r.NoDefaultPolicies}
+		NoAccessPolicies: r.NoAccessPolicies}
 }
 
 // execute carries out a validated plan: the EC2NodeClass, then the NodePools, then the

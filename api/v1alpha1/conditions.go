@@ -17,9 +17,15 @@ const (
 
 // Reasons for the Access condition.
 const (
-	// ReasonAccessEnforced (True): the API server enforces spec.access through the class's
-	// ValidatingAdmissionPolicy.
+	// ReasonAccessEnforced (True): the API server enforces spec.access through the
+	// chart's ValidatingAdmissionPolicy poolsmith-access and the class's AccessRule.
 	ReasonAccessEnforced = "Enforced"
+	// ReasonAccessLagging (False): the class's NodePool family cannot be written
+	// (OwnershipConflict, InvalidSpec, ApplyFailed), so its AccessRule enforces the
+	// narrower of the rule enforced before and spec.access, with the taints and rungs of
+	// the family that exists: a narrower spec.access is enforced at once, a wider one once
+	// the family is written.
+	ReasonAccessLagging = "Lagging"
 	// ReasonAccessOpen (True): the class has no access rule; any namespace may use it.
 	ReasonAccessOpen = "Open"
 	// ReasonDefaultExcluded (False): namespaces name the class their default

@@ -233,14 +233,17 @@ type WorkloadClassSpec struct {
 	NodeClass *NodeClassOverrides `json:"nodeClass,omitempty"`
 
 	// access says which namespaces may place pods on the class's nodes. Absent, any
-	// namespace may. When set, the API server itself refuses (through a
-	// ValidatingAdmissionPolicy Poolsmith renders and owns) a pod, or the pod template of
-	// a Deployment, StatefulSet, ReplicaSet, Job or CronJob, from any other namespace that
-	// selects the class (poolsmith.dev/class or poolsmith.dev/rung in its nodeSelector or
-	// required node affinity) or tolerates every NoSchedule and NoExecute taint of the
-	// class without selecting elsewhere. DaemonSet pods and kube-system are exempt. The
-	// class needs a NoSchedule or NoExecute taint in spec.taints: without one, any pod
-	// could land on its nodes and no rule could tell.
+	// namespace may. When set, the API server itself refuses (through the
+	// ValidatingAdmissionPolicy poolsmith-access the chart installs, reading the class's
+	// AccessRule) a pod, a PodTemplate, or the pod template of a Deployment, StatefulSet,
+	// ReplicaSet, DaemonSet, ReplicationController, Job or CronJob, from any other
+	// namespace that selects the class (poolsmith.dev/class, or one of its rungs by
+	// poolsmith.dev/rung or karpenter.sh/nodepool, in its nodeSelector or required node
+	// affinity) or tolerates every NoSchedule and NoExecute taint of the class without
+	// selecting elsewhere. Exempt: kube-system, pods the DaemonSet controller creates (by
+	// its identity, not an ownerReference) and DaemonSets whose only toleration of the
+	// class is a blanket one (node agents). The class needs a NoSchedule or NoExecute taint
+	// in spec.taints: without one, any pod could land on its nodes and no rule could tell.
 	// +optional
 	Access *Access `json:"access,omitempty"`
 }
@@ -306,7 +309,7 @@ type NamespaceSelectorRequirement struct {
 }
 
 // Admits reports whether the rule lets the namespace of that name and those labels use the
-// class; a nil rule admits every namespace. The class's ValidatingAdmissionPolicy makes the
+// class; a nil rule admits every namespace. The access policy (render.AdmissionPolicies) makes the
 // same test in CEL.
 func (a *Access) Admits(namespace string, nsLabels map[string]string) bool {
 	if a == nil || slices.Contains(a.Namespaces, namespace) {

@@ -13,8 +13,7 @@
 //	memory     the manager's peak RSS (VmHWM), with unrelated Nodes and Pods in the cluster
 //
 // It is a benchmark that prints figures, not a test: nothing here fails on a slow machine.
-// Every fourth class restricts access, so it also renders a ValidatingAdmissionPolicy and
-// binding.
+// Every class renders an AccessRule; every fourth restricts access.
 package main
 
 import (
@@ -488,9 +487,8 @@ type counts map[string]float64
 // housekeeping (leases, endpoints) stays out of the figures.
 var manageable = map[string]bool{
 	"workloadclasses": true, "baselines": true, "nodepools": true, "ec2nodeclasses": true, "nodeoverlays": true,
-	"validatingadmissionpolicies": true, "validatingadmissionpolicybindings": true,
-	"mutatingadmissionpolicies": true, "mutatingadmissionpolicybindings": true,
-	"events": true, "configmaps": true, "namespaces": true, "nodes": true, "pods": true, "nodeclaims": true,
+	"accessrules": true,
+	"events":      true, "configmaps": true, "namespaces": true, "nodes": true, "pods": true, "nodeclaims": true,
 }
 
 var requestLine = regexp.MustCompile(`^apiserver_request_total\{(.*)\} ([0-9.e+]+)$`)

@@ -8,6 +8,10 @@
 // and kept by helm uninstall).
 // Namespaced marker rules (namespace=poolsmith-system) become a Role in the signals
 // ConfigMap's namespace, which is the only namespaced thing the manager reads.
+//
+// It also writes the admission policies the manager reads its AccessRules into
+// (render.AdmissionPolicies), installed once and never written by the manager, to
+// charts/poolsmith/templates/admission-policies.yaml and config/policies/policies.yaml.
 package main
 
 import (
@@ -24,6 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/poolsmith/poolsmith/internal/manifest"
+	"github.com/poolsmith/poolsmith/internal/render"
 )
 
 // markerNamespace is the namespace the controller's namespaced RBAC markers name.
@@ -47,7 +52,51 @@ func run(root string) error {
 	if err := os.WriteFile(filepath.Join(root, "charts/poolsmith/templates/rbac.yaml"), rbac, 0o644); err != nil {
 		return err
 	}
+	if err := writePolicies(root); err != nil {
+		return err
+	}
 	return copyCRDs(root)
+}
+
+// writePolicies writes render.AdmissionPolicies into the chart (labelled like the rest of
+// the release; the MutatingAdmissionPolicy and its binding only where the API server
+// serves admissionregistration.k8s.io/v1 MutatingAdmissionPolicy) and into config/policies.
+func writePolicies(root string) error {
+	const source = "internal/render/access.go (render.AdmissionPolicies)"
+	var chart, plain bytes.Buffer
+	fmt.Fprintf(&chart, header, source)
+	fmt.Fprintf(&plain, header, source)
+	const mapGate = `{{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy" }}`
+	for _, obj := range render.AdmissionPolicies() {
+		y, err := yaml.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(y, []byte("{{")) {
+			return fmt.Errorf("%s %s: contains {{, which helm would read as a template", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName())
+		}
+		fmt.Fprintf(&plain, "---\n%s", y)
+		named := fmt.Sprintf("metadata:\n  name: %s\n", obj.GetName())
+		if !bytes.Contains(y, []byte(named)) {
+			return fmt.Errorf("%s: no %q to add the release's labels after", obj.GetName(), named)
+		}
+		y = bytes.Replace(y, []byte(named), []byte(named+"  labels:\n    {{- include \"poolsmith.labels\" . | nindent 4 }}\n"), 1)
+		mutating := strings.HasPrefix(obj.GetObjectKind().GroupVersionKind().Kind, "Mutating")
+		if mutating {
+			fmt.Fprintf(&chart, "%s\n", mapGate)
+		}
+		fmt.Fprintf(&chart, "---\n%s", y)
+		if mutating {
+			fmt.Fprintf(&chart, "{{- end }}\n")
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "charts/poolsmith/templates/admission-policies.yaml"), chart.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(root, "config/policies"), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(root, "config/policies/policies.yaml"), plain.Bytes(), 0o644)
 }
 
 // rules reads the rules of every ClusterRole and Role in file, by kind.

@@ -30,20 +30,18 @@ func TestRenderSamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 4 EC2NodeClasses, then 16 NodePools, then each class's namespace-default
-	// MutatingAdmissionPolicy and its binding, each group sorted by name.
-	if len(objs) != 28 {
-		t.Fatalf("got %d objects, want 28", len(objs))
+	// 4 EC2NodeClasses, then 16 NodePools, then each class's AccessRule, each group
+	// sorted by name.
+	if len(objs) != 24 {
+		t.Fatalf("got %d objects, want 24", len(objs))
 	}
 	for i, o := range objs {
 		wantKind := "NodePool"
 		switch {
 		case i < 4:
 			wantKind = "EC2NodeClass"
-		case i >= 24:
-			wantKind = "MutatingAdmissionPolicyBinding"
 		case i >= 20:
-			wantKind = "MutatingAdmissionPolicy"
+			wantKind = "AccessRule"
 		}
 		if o.GetKind() != wantKind {
 			t.Errorf("object %d is %s, want %s", i, o.GetKind(), wantKind)
@@ -68,8 +66,8 @@ func TestRenderFromStdinAndAsJSON(t *testing.T) {
 		Kind  string           `json:"kind"`
 		Items []map[string]any `json:"items"`
 	}
-	if err := json.Unmarshal([]byte(out), &list); err != nil || list.Kind != "List" || len(list.Items) != 7 {
-		t.Fatalf("want a List of 7 items, got %v (%v)", len(list.Items), err)
+	if err := json.Unmarshal([]byte(out), &list); err != nil || list.Kind != "List" || len(list.Items) != 6 {
+		t.Fatalf("want a List of 6 items, got %v (%v)", len(list.Items), err)
 	}
 	if !strings.Contains(yamlOut, "name: ci-spot-amd64") {
 		t.Error("the directory render lacks ci-spot-amd64")
@@ -293,7 +291,7 @@ func TestExplainShowsValuesAndOrigins(t *testing.T) {
 		t.Fatalf("explain -o json: exit %d, %d fields", code, len(fields))
 	}
 	for _, f := range fields {
-		if f["object"] != "EC2NodeClass/gpu" || f["origin"] == "" {
+		if (f["object"] != "EC2NodeClass/gpu" && f["object"] != "AccessRule/gpu") || f["origin"] == "" {
 			t.Errorf("unexpected field %v", f)
 		}
 	}

@@ -94,13 +94,6 @@ func runDiff(c *cobra.Command, flags *diffFlags) error {
 	}
 	fmt.Fprintf(c.ErrOrStderr(), "signals: %s: %s\n", freshness.Reason, freshness.Message)
 	cluster := observe.Cluster{Cached: cl, Direct: cl, NodeOverlays: flags.nodeOverlays, NoAccessPolicies: !flags.accessPolicies}
-	if !cluster.NoAccessPolicies {
-		served, err := observe.ServesMutatingPolicies(cl.RESTMapper())
-		if err != nil {
-			return err
-		}
-		cluster.NoDefaultPolicies = !served
-	}
 	d := differ{cluster: cluster, reader: cl, in: in,
 		opts: render.Options{Region: flags.region, Catalog: cat}, w: c.OutOrStdout()}
 	changed, err := d.run(ctx)

@@ -110,11 +110,11 @@ func newRenderCommand() *cobra.Command {
 	var flags inputFlags
 	c := &cobra.Command{
 		Use:   "render -f PATH [-f PATH ...]",
-		Short: "Print the EC2NodeClasses, NodePools and admission policies the classes render to",
+		Short: "Print the EC2NodeClasses, NodePools and AccessRules the classes render to",
 		Long: `Render every WorkloadClass on top of its Baseline and print the generated
-EC2NodeClasses, then NodePools, then NodeOverlays, then the admission policies that enforce
-spec.access and namespace default classes (ValidatingAdmissionPolicy and
-MutatingAdmissionPolicy with their bindings), sorted by name, as the controller would apply them
+EC2NodeClasses, then NodePools, then NodeOverlays, then the AccessRules by which the
+admission policies the chart installs enforce spec.access and namespace default classes,
+sorted by name, as the controller would apply them
 (without the ownerReference only the cluster can set). Other kinds are ignored with a
 warning. Invalid input prints nothing on stdout, names the file, object and field on
 stderr, and exits 1.`,
@@ -144,8 +144,7 @@ func sortedObjects(results []*render.Result) ([]map[string]any, error) {
 		}
 		docs = append(docs, objs...)
 	}
-	rank := map[string]int{"EC2NodeClass": 0, "NodePool": 1, "NodeOverlay": 2,
-		render.KindValidatingPolicy: 3, render.KindValidatingPolicyBinding: 4, render.KindMutatingPolicy: 5, render.KindMutatingPolicyBinding: 6}
+	rank := map[string]int{"EC2NodeClass": 0, "NodePool": 1, "NodeOverlay": 2, render.KindAccessRule: 3}
 	sort.SliceStable(docs, func(i, j int) bool {
 		ki, kj := rank[docs[i]["kind"].(string)], rank[docs[j]["kind"].(string)]
 		if ki != kj {

@@ -46,7 +46,7 @@ func showAccess(ctx context.Context, out io.Writer, c client.Client, mgrErr <-ch
 	if err := c.Create(ctx, wc); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\nAccess: WorkloadClass %s may only be used from namespace ml (spec.access); Poolsmith renders ValidatingAdmissionPolicy %s.\n", restrictedClass, render.AccessPolicyName(restrictedClass))
+	fmt.Fprintf(out, "\nAccess: WorkloadClass %s may only be used from namespace ml (spec.access); Poolsmith writes AccessRule %s, which the ValidatingAdmissionPolicy %s the chart installs reads.\n", restrictedClass, restrictedClass, render.AccessPolicyName)
 	pod := func(ns string) *corev1.Pod {
 		return &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "trainer"},
@@ -63,7 +63,7 @@ func showAccess(ctx context.Context, out io.Writer, c client.Client, mgrErr <-ch
 	var refusal error
 	for refusal == nil {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the API server did not enforce %s within %s", render.AccessPolicyName(restrictedClass), timeout)
+			return fmt.Errorf("the API server did not enforce AccessRule %s within %s", restrictedClass, timeout)
 		}
 		select {
 		case err := <-mgrErr:

@@ -140,8 +140,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		{name: "kube-scheduler", args: []string{"--kubeconfig=" + c.Kubeconfig, "--leader-elect=false", "--secure-port=0", "-v=1"}},
 		{name: "kube-controller-manager", args: []string{"--kubeconfig=" + c.Kubeconfig, "--leader-elect=false", "--secure-port=0",
 			// Not nodelifecycle: it would mark the kubelet-less nodes unreachable. The job
-			// controller runs the sample training Job.
-			"--controllers=garbagecollector,replicaset,deployment,disruption,job", "-v=1"}},
+			// controller runs the sample training Job. Each controller acts as its own
+			// service account, as on EKS: the access policy exempts the DaemonSet
+			// controller's pods by that identity.
+			"--use-service-account-credentials",
+			"--controllers=garbagecollector,replicaset,deployment,disruption,job,daemonset,statefulset,cronjob,replicationcontroller", "-v=1"}},
 	} {
 		if err := p.start(runCtx, opts.LogDir); err != nil {
 			return c, err

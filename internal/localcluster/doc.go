@@ -5,8 +5,10 @@
 // CRDs; kube-scheduler, which binds pods and marks the ones that fit nowhere Unschedulable
 // (the only pods Karpenter provisions for); kube-controller-manager with the garbage
 // collector (NodeClaims die with their NodePool), the ReplicaSet and Deployment
-// controllers (workloads are Deployments and evicted pods come back) and the disruption
-// controller (PodDisruptionBudgets report what they allow); Karpenter v1.15.0's operator
+// controllers (workloads are Deployments and evicted pods come back), the DaemonSet,
+// StatefulSet, CronJob and ReplicationController controllers, and the disruption
+// controller (PodDisruptionBudgets report what they allow), each acting as its own
+// service account (--use-service-account-credentials, as on EKS); Karpenter v1.15.0's operator
 // with its AWS cloud provider and every core and AWS controller, wired as the provider's
 // cmd/controller/main.go wires them; and Poolsmith's manager.
 //

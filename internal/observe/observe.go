@@ -7,6 +7,8 @@ package observe
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
@@ -34,11 +36,8 @@ type Cluster struct {
 	// NodeOverlays is true when the NodeOverlay CRD is served and overlays are managed.
 	NodeOverlays bool
 	// NoAccessPolicies is true when the manager runs with --access-policies=false: no
-	// admission policy is rendered, listed or pruned.
+	// AccessRule is rendered, listed or pruned.
 	NoAccessPolicies bool
-	// NoDefaultPolicies is true when the API server does not serve
-	// admissionregistration.k8s.io/v1 MutatingAdmissionPolicy (ServesMutatingPolicies).
-	NoDefaultPolicies bool
 	// Validator judges every write; nil means Karpenter's and Poolsmith's CRDs
 	// (validate.Default).
 	Validator plan.Validator
@@ -84,25 +83,16 @@ func (c Cluster) Children(ctx context.Context, wc *v1alpha1.WorkloadClass) (plan
 	if c.NoAccessPolicies {
 		return live, nil
 	}
-	lists := []func() (string, error){
-		listPolicies[admissionv1.ValidatingAdmissionPolicy](ctx, c.Cached, &admissionv1.ValidatingAdmissionPolicyList{}, func(l *admissionv1.ValidatingAdmissionPolicyList) []admissionv1.ValidatingAdmissionPolicy {
-			return l.Items
-		}, wc, owned, live.Policies),
-		listPolicies[admissionv1.ValidatingAdmissionPolicyBinding](ctx, c.Cached, &admissionv1.ValidatingAdmissionPolicyBindingList{}, func(l *admissionv1.ValidatingAdmissionPolicyBindingList) []admissionv1.ValidatingAdmissionPolicyBinding {
-			return l.Items
-		}, wc, owned, live.Policies),
-	}
-	if !c.NoDefaultPolicies {
-		lists = append(lists,
-			listPolicies[admissionv1.MutatingAdmissionPolicy](ctx, c.Cached, &admissionv1.MutatingAdmissionPolicyList{}, func(l *admissionv1.MutatingAdmissionPolicyList) []admissionv1.MutatingAdmissionPolicy { return l.Items }, wc, owned, live.Policies),
-			listPolicies[admissionv1.MutatingAdmissionPolicyBinding](ctx, c.Cached, &admissionv1.MutatingAdmissionPolicyBindingList{}, func(l *admissionv1.MutatingAdmissionPolicyBindingList) []admissionv1.MutatingAdmissionPolicyBinding {
-				return l.Items
-			}, wc, owned, live.Policies))
-	}
-	for _, list := range lists {
-		if kind, err := list(); err != nil {
-			return live, fmt.Errorf("listing %ss of WorkloadClass %s: %w", kind, wc.Name, err)
-		}
+	// The AccessRule is named after the class, like the EC2NodeClass.
+	rule := &v1alpha1.AccessRule{}
+	switch err := c.Cached.Get(ctx, client.ObjectKey{Name: wc.Name}, rule); {
+	case err == nil && metav1.IsControlledBy(rule, wc):
+		// A typed object read straight from the API server carries no apiVersion and kind,
+		// which the validator needs.
+		rule.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(plan.KindAccessRule))
+		live.Policies[plan.KindAccessRule+"/"+rule.Name] = rule
+	case err != nil && !apierrors.IsNotFound(err):
+		return live, fmt.Errorf("getting AccessRule %s: %w", wc.Name, err)
 	}
 	return live, nil
 }
@@ -123,43 +113,11 @@ func (c Cluster) NodeClaims(ctx context.Context, class string) (map[string][]*ka
 	return out, nil
 }
 
-// listPolicies lists one policy kind and adds those the class controls to into, by KIND/NAME.
-func listPolicies[T any, PT interface {
-	*T
-	client.Object
-}, L client.ObjectList](ctx context.Context, r client.Reader, list L, items func(L) []T, wc *v1alpha1.WorkloadClass, owned client.MatchingLabels, into map[string]client.Object) func() (string, error) {
-	return func() (string, error) {
-		var kind string
-		if err := r.List(ctx, list, owned); err != nil {
-			return fmt.Sprintf("%T", list), err
-		}
-		for name, o := range controlledBy[T, PT](items(list), wc) {
-			kind = plan.KindOf(o)
-			into[kind+"/"+name] = o
-		}
-		return kind, nil
-	}
-}
-
-// newPolicy is an empty object of a policy kind, to read one into.
-func newPolicy(kind string) client.Object {
-	switch kind {
-	case plan.KindValidatingPolicy:
-		return &admissionv1.ValidatingAdmissionPolicy{}
-	case plan.KindValidatingPolicyBinding:
-		return &admissionv1.ValidatingAdmissionPolicyBinding{}
-	case plan.KindMutatingPolicy:
-		return &admissionv1.MutatingAdmissionPolicy{}
-	default:
-		return &admissionv1.MutatingAdmissionPolicyBinding{}
-	}
-}
-
 // ServesMutatingPolicies reports whether the API server serves
 // admissionregistration.k8s.io/v1 MutatingAdmissionPolicy (GA and on by default since
 // Kubernetes v1.36; older servers need none of it: access rules still work without it).
 func ServesMutatingPolicies(mapper meta.RESTMapper) (bool, error) {
-	_, err := mapper.RESTMapping(schema.GroupKind{Group: admissionv1.GroupName, Kind: plan.KindMutatingPolicy}, admissionv1.SchemeGroupVersion.Version)
+	_, err := mapper.RESTMapping(schema.GroupKind{Group: admissionv1.GroupName, Kind: render.KindMutatingPolicy}, admissionv1.SchemeGroupVersion.Version)
 	switch {
 	case err == nil:
 		return true, nil
@@ -223,7 +181,10 @@ func (c Cluster) lookup(ctx context.Context, wc *v1alpha1.WorkloadClass, res *re
 	for _, pol := range res.Policies {
 		ref := plan.KindOf(pol) + "/" + pol.GetName()
 		if _, ok := live.Policies[ref]; !ok {
-			if err := check(pol, newPolicy(plan.KindOf(pol)), func(o client.Object) { live.Policies[ref] = o }); err != nil {
+			if err := check(pol, &v1alpha1.AccessRule{}, func(o client.Object) {
+				o.GetObjectKind().SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(plan.KindAccessRule))
+				live.Policies[ref] = o
+			}); err != nil {
 				return nil, err
 			}
 		}
@@ -254,9 +215,12 @@ func (c Cluster) Plan(ctx context.Context, wc *v1alpha1.WorkloadClass, baseline 
 		return nil, err
 	}
 	opts.Usage = live.Usage()
-	opts.NoAccessPolicies, opts.NoDefaultPolicies = c.NoAccessPolicies, c.NoDefaultPolicies
+	opts.NoAccessPolicies = c.NoAccessPolicies
 	res, err := render.Render(baseline, wc, opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.existingRungs(ctx, res, live); err != nil {
 		return nil, err
 	}
 	if len(res.NodeOverlays) > 0 && !c.NodeOverlays {
@@ -307,4 +271,40 @@ func InvalidMessage(invalid []plan.Invalid) string {
 		}
 	}
 	return strings.Join(msgs, "; ")
+}
+
+// existingRungs adds to the class's AccessRule every rung that exists without being
+// rendered: the class's live NodePools (retiring, being deleted) and the rungs the live
+// rule names whose NodePool is still there (orphaned, or drained by Karpenter after its
+// delete): their nodes carry the class's labels and taints until they are gone, and a pod
+// that selects one by name must be judged like one that selects the class.
+func (c Cluster) existingRungs(ctx context.Context, res *render.Result, live plan.Children) error {
+	rule := res.AccessRule()
+	if rule == nil {
+		return nil
+	}
+	rungs := map[string]bool{}
+	for _, name := range rule.Spec.Rungs {
+		rungs[name] = true
+	}
+	for name := range live.NodePools {
+		rungs[name] = true
+	}
+	if l, ok := live.Policies[plan.KindAccessRule+"/"+rule.Name].(*v1alpha1.AccessRule); ok {
+		for _, name := range l.Spec.Rungs {
+			if rungs[name] {
+				continue
+			}
+			// Orphaned NodePools carry no label, so the cache does not hold them.
+			err := c.Direct.Get(ctx, client.ObjectKey{Name: name}, &karpv1.NodePool{})
+			switch {
+			case err == nil:
+				rungs[name] = true
+			case !apierrors.IsNotFound(err):
+				return fmt.Errorf("checking whether NodePool %s still exists: %w", name, err)
+			}
+		}
+	}
+	rule.Spec.Rungs = slices.Sorted(maps.Keys(rungs))
+	return nil
 }

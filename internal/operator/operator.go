@@ -13,7 +13,6 @@ import (
 	"time"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -132,12 +131,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 			return nil, err
 		}
 		noDefaults = !served
-		byObject[&admissionv1.ValidatingAdmissionPolicy{}] = cache.ByObject{Label: managed}
-		byObject[&admissionv1.ValidatingAdmissionPolicyBinding{}] = cache.ByObject{Label: managed}
-		if served {
-			byObject[&admissionv1.MutatingAdmissionPolicy{}] = cache.ByObject{Label: managed}
-			byObject[&admissionv1.MutatingAdmissionPolicyBinding{}] = cache.ByObject{Label: managed}
-		}
+		byObject[&v1alpha1.AccessRule{}] = cache.ByObject{Label: managed}
 		// Only namespaces that name a default class.
 		defaults, err := labels.Parse(v1alpha1.LabelDefaultClass)
 		if err != nil {

@@ -16,7 +16,6 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/operator"
-	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/testenv"
 )
 
@@ -52,8 +51,8 @@ func TestAccessOnAControlPlaneWithoutMutatingAdmissionPolicy(t *testing.T) {
 
 	stop := run(t, env, operator.Options{})
 	waitAccess(t, c, v1alpha1.ReasonDefaultsUnavailable)
-	if err := c.Get(ctx, client.ObjectKey{Name: render.AccessPolicyName("gpu")}, &admissionv1.ValidatingAdmissionPolicy{}); err != nil {
-		t.Fatalf("the access policy was not written: %v", err)
+	if err := c.Get(ctx, client.ObjectKey{Name: "gpu"}, &v1alpha1.AccessRule{}); err != nil {
+		t.Fatalf("the AccessRule was not written: %v", err)
 	}
 	// And it is enforced.
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web"}}))

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,11 +59,8 @@ const (
 	KindNodeClass   = "EC2NodeClass"
 	KindNodePool    = "NodePool"
 	KindNodeOverlay = "NodeOverlay"
-	// The admission policies and bindings that enforce spec.access and namespace defaults.
-	KindValidatingPolicy        = render.KindValidatingPolicy
-	KindValidatingPolicyBinding = render.KindValidatingPolicyBinding
-	KindMutatingPolicy          = render.KindMutatingPolicy
-	KindMutatingPolicyBinding   = render.KindMutatingPolicyBinding
+	// KindAccessRule is the parameter of the chart's access and default policies.
+	KindAccessRule = render.KindAccessRule
 )
 
 // Step is one child and what happens to it.
@@ -208,7 +204,7 @@ type Children struct {
 	NodeClass    *awsv1.EC2NodeClass
 	NodePools    map[string]*karpv1.NodePool
 	NodeOverlays map[string]*karpv1alpha1.NodeOverlay
-	// Policies are the admission policies and bindings, by KIND/NAME.
+	// Policies hold the class's AccessRule, by KIND/NAME.
 	Policies map[string]client.Object
 	// NodeClaims are the class's NodeClaims by the NodePool that launched them
 	// (karpenter.sh/nodepool). A retired rung is deleted only when it has none: Karpenter
@@ -217,8 +213,8 @@ type Children struct {
 	NodeClaims map[string][]*karpv1.NodeClaim
 }
 
-// PolicyObjects are the admission policies and bindings, by KIND/NAME: a class's deletion
-// deletes them under every prune policy (an orphaned policy would go on enforcing).
+// PolicyObjects are the class's AccessRule, by KIND/NAME: a class's deletion deletes it
+// under every prune policy (an orphaned rule would go on enforcing).
 func (c Children) PolicyObjects() []client.Object {
 	var objs []client.Object
 	for _, ref := range slices.Sorted(maps.Keys(c.Policies)) {
@@ -328,12 +324,15 @@ func Compute(in Input, schema Schema) (*Plan, error) {
 		}
 	}
 	for _, pol := range res.Policies {
+		if rule, ok := pol.(*v1alpha1.AccessRule); ok {
+			pol = withLiveRungs(rule, in.Live)
+		}
 		kind := KindOf(pol)
 		var live client.Object
 		if l, ok := in.Live.Policies[kind+"/"+pol.GetName()]; ok {
 			live = l
 		}
-		// Policies judge pods at admission; Karpenter hashes nothing of them.
+		// The AccessRule judges pods at admission; Karpenter hashes nothing of it.
 		if err := add(kind, pol, live, func(client.Object, client.Object) diff.Drift { return diff.NoDrift }); err != nil {
 			return nil, err
 		}
@@ -410,6 +409,8 @@ func childStep(in Input, schema Schema, kind string, want, live, foreign client.
 func replaceSpec(live, want map[string]any) map[string]any {
 	out := copyMap(live)
 	out["spec"] = want["spec"]
+	// A typed object read straight from the API server carries no apiVersion and kind.
+	out["apiVersion"], out["kind"] = want["apiVersion"], want["kind"]
 	md := mapAt(out, "metadata")
 	wmd := mapAt(want, "metadata")
 	for _, key := range []string{"labels", "annotations"} {
@@ -440,9 +441,9 @@ func pruneSteps(in Input) ([]Step, error) {
 			steps = append(steps, Step{Action: Delete, Kind: KindNodeOverlay, Name: name, LiveObject: ov})
 		}
 	}
-	// Policies hold no nodes either: one no longer rendered (the access rule removed) is
-	// deleted under every prune policy, or it would go on enforcing. With
-	// --access-policies=false they are not listed at all, so not pruned (see the README).
+	// The AccessRule holds no nodes either: one no longer rendered is deleted under every
+	// prune policy, or it would go on enforcing. With --access-policies=false it is not
+	// listed at all, so not pruned (see the README).
 	wantedPolicies := map[string]bool{}
 	for _, pol := range in.Result.Policies {
 		wantedPolicies[KindOf(pol)+"/"+pol.GetName()] = true
@@ -567,14 +568,8 @@ func KindOf(obj client.Object) string {
 		return KindNodeClass
 	case *karpv1alpha1.NodeOverlay:
 		return KindNodeOverlay
-	case *admissionv1.ValidatingAdmissionPolicy:
-		return KindValidatingPolicy
-	case *admissionv1.ValidatingAdmissionPolicyBinding:
-		return KindValidatingPolicyBinding
-	case *admissionv1.MutatingAdmissionPolicy:
-		return KindMutatingPolicy
-	case *admissionv1.MutatingAdmissionPolicyBinding:
-		return KindMutatingPolicyBinding
+	case *v1alpha1.AccessRule:
+		return KindAccessRule
 	}
 	return obj.GetObjectKind().GroupVersionKind().Kind
 }
@@ -613,4 +608,18 @@ func setOrDelete(m map[string]any, key string, v map[string]any) {
 		return
 	}
 	m[key] = v
+}
+
+// withLiveRungs is the AccessRule naming the class's live NodePools too (retiring, being
+// deleted): their nodes carry the class's labels and taints until they are gone, and a pod
+// that selects one by name must be judged like one that selects the class.
+func withLiveRungs(rule *v1alpha1.AccessRule, live Children) *v1alpha1.AccessRule {
+	rungs := append(slices.Clone(rule.Spec.Rungs), slices.Collect(maps.Keys(live.NodePools))...)
+	slices.Sort(rungs)
+	if rungs = slices.Compact(rungs); slices.Equal(rungs, rule.Spec.Rungs) {
+		return rule
+	}
+	out := rule.DeepCopy()
+	out.Spec.Rungs = rungs
+	return out
 }

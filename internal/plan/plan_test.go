@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -116,7 +115,7 @@ func actions(p *plan.Plan) string {
 func TestAnEmptyClusterGetsEveryChildCreatedInOrder(t *testing.T) {
 	wc, res := fixture(t)
 	p := compute(t, plan.Input{Class: wc, Result: res})
-	if got, want := actions(p), "create EC2NodeClass/web; create NodePool/web-spot-amd64; create NodePool/web-on-demand-amd64; create MutatingAdmissionPolicy/poolsmith-default-web; create MutatingAdmissionPolicyBinding/poolsmith-default-web"; got != want {
+	if got, want := actions(p), "create EC2NodeClass/web; create NodePool/web-spot-amd64; create NodePool/web-on-demand-amd64; create AccessRule/web"; got != want {
 		t.Fatalf("got %s, want %s", got, want)
 	}
 	for _, s := range p.Steps {
@@ -136,7 +135,7 @@ func TestAnEmptyClusterGetsEveryChildCreatedInOrder(t *testing.T) {
 func TestWhatTheClusterHoldsAlreadyIsNotWritten(t *testing.T) {
 	wc, res := fixture(t)
 	p := compute(t, plan.Input{Class: wc, Result: res, Live: synced(t, wc, res)})
-	if p.Changed() || strings.Count(actions(p), "unchanged") != 5 {
+	if p.Changed() || strings.Count(actions(p), "unchanged") != 4 {
 		t.Fatalf("a synced family must plan no write: %s", actions(p))
 	}
 }
@@ -270,12 +269,11 @@ func withAccess(wc *v1alpha1.WorkloadClass) {
 	wc.Spec.Access = &v1alpha1.Access{Namespaces: []string{"ml"}}
 }
 
-func TestAccessPoliciesArePlannedAfterTheLadderAndDeletedUnderEveryPrunePolicyWhenTheRuleGoes(t *testing.T) {
+func TestTheAccessRuleIsPlannedAfterTheLadderAndLosesItsRestrictionUnderEveryPrunePolicyWhenTheRuleGoes(t *testing.T) {
 	wc, res := fixture(t, withAccess)
 	p := compute(t, plan.Input{Class: wc, Result: res})
-	want := "create ValidatingAdmissionPolicy/poolsmith-access-web; create ValidatingAdmissionPolicyBinding/poolsmith-access-web; create MutatingAdmissionPolicy/poolsmith-default-web; create MutatingAdmissionPolicyBinding/poolsmith-default-web"
-	if got := actions(p); !strings.HasSuffix(got, want) {
-		t.Fatalf("got %s, want it to end with %s", got, want)
+	if got := actions(p); !strings.HasSuffix(got, "create AccessRule/web") {
+		t.Fatalf("got %s, want it to end with create AccessRule/web", got)
 	}
 	if invalid := p.Validate(schema(t)); len(invalid) > 0 {
 		t.Fatalf("refused in-process: %s: %v", invalid[0].Step.Ref(), invalid[0].Err)
@@ -288,28 +286,27 @@ func TestAccessPoliciesArePlannedAfterTheLadderAndDeletedUnderEveryPrunePolicyWh
 		open, opened := fixture(t, func(wc *v1alpha1.WorkloadClass) { wc.Spec.PrunePolicy = policy })
 		open.UID = wc.UID
 		p := compute(t, plan.Input{Class: open, Result: opened, Live: live})
-		got := actions(p)
-		if !strings.Contains(got, "delete ValidatingAdmissionPolicy/poolsmith-access-web") || !strings.Contains(got, "delete ValidatingAdmissionPolicyBinding/poolsmith-access-web") {
-			t.Errorf("%s: removing spec.access must delete its policy and binding: %s", policy, got)
+		if got := actions(p); !strings.Contains(got, "update AccessRule/web") {
+			t.Errorf("%s: removing spec.access must update its AccessRule: %s", policy, got)
 		}
 	}
 }
 
-func TestAHandEditedPolicyIsReverted(t *testing.T) {
+func TestAHandEditedAccessRuleIsReverted(t *testing.T) {
 	wc, res := fixture(t, withAccess)
 	live := synced(t, wc, res)
-	vap := live.Policies["ValidatingAdmissionPolicy/poolsmith-access-web"].(*admissionv1.ValidatingAdmissionPolicy)
-	vap.Spec.FailurePolicy = ptr.To(admissionv1.Ignore)
+	rule := live.Policies["AccessRule/web"].(*v1alpha1.AccessRule)
+	rule.Spec.Rungs = nil
 	p := compute(t, plan.Input{Class: wc, Result: res, Live: live})
 	for _, s := range p.Steps {
-		if s.Ref() == "ValidatingAdmissionPolicy/poolsmith-access-web" {
-			if s.Action != plan.Update || len(s.Changes) != 1 || s.Changes[0].Path != "spec.failurePolicy" {
+		if s.Ref() == "AccessRule/web" {
+			if s.Action != plan.Update || len(s.Changes) != 1 || s.Changes[0].Path != "spec.rungs" {
 				t.Fatalf("got %s %v", s.Action, s.Changes)
 			}
 			return
 		}
 	}
-	t.Fatal("no step for the policy")
+	t.Fatal("no step for the AccessRule")
 }
 
 // A memo skips comparing a child that matched the same render over the same live object,

@@ -2,13 +2,13 @@ package render
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -19,37 +19,33 @@ import (
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 )
 
-// AdmissionAPIVersion is the API version of the rendered admission policies and bindings.
+// AdmissionAPIVersion is the API version of the access and default admission policies.
 const AdmissionAPIVersion = "admissionregistration.k8s.io/v1"
 
-// Kinds of the rendered admission policies and bindings (built into the API server).
+// Kinds of the admission policies and bindings (built into the API server).
 const (
 	KindValidatingPolicy        = "ValidatingAdmissionPolicy"
 	KindValidatingPolicyBinding = "ValidatingAdmissionPolicyBinding"
 	KindMutatingPolicy          = "MutatingAdmissionPolicy"
 	KindMutatingPolicyBinding   = "MutatingAdmissionPolicyBinding"
+	// KindAccessRule is the parameter both policies read, one per class.
+	KindAccessRule = "AccessRule"
 )
 
 // ExemptNamespace is never judged nor defaulted: its DaemonSets (aws-node, kube-proxy)
 // tolerate every taint, and the cluster must keep running whatever a class says.
 const ExemptNamespace = "kube-system"
 
-// Policy names: one access policy and one defaults policy per class, each with a binding of
-// the same name. One per class keeps each evaluation's CEL cost to that class's rule
-// (every policy has its own runtime budget) and makes the class their owner.
-func AccessPolicyName(class string) string   { return "poolsmith-access-" + class }
-func DefaultsPolicyName(class string) string { return "poolsmith-default-" + class }
+// Names of the policies the chart (and config/policies) installs once, each with a
+// binding of the same name. The manager writes none of them: it writes one AccessRule per
+// class, the parameter both read.
+const (
+	AccessPolicyName   = "poolsmith-access"
+	DefaultsPolicyName = "poolsmith-default"
+)
 
 // Label keys a pod selects a node, and so a class, with.
 const labelNodePool = karpv1.NodePoolLabelKey
-
-// podSpec picks the pod spec out of a Pod or a workload's pod template.
-func podSpec(root string) string {
-	return fmt.Sprintf(`%[1]s.kind == "Pod" ? %[1]s.spec : (%[1]s.kind == "CronJob" ? %[1]s.spec.jobTemplate.spec.template.spec : %[1]s.spec.template.spec)`, root)
-}
-
-// notDaemonSetPod lets DaemonSet pods through: they run on every node by design.
-const notDaemonSetPod = `object.kind != "Pod" || !has(object.metadata.ownerReferences) || !object.metadata.ownerReferences.exists(r, r.kind == "DaemonSet" && has(r.controller) && r.controller)`
 
 // exemptNamespaces matches every namespace but kube-system.
 func exemptNamespaces(more ...metav1.LabelSelectorRequirement) *metav1.LabelSelector {
@@ -67,45 +63,6 @@ func quoteList(ss []string) string {
 		q[i] = quote(s)
 	}
 	return "[" + strings.Join(q, ", ") + "]"
-}
-
-// allowedNamespace is the CEL test of spec.access on namespaceObject.
-func allowedNamespace(a *v1alpha1.Access) string {
-	var any []string
-	if len(a.Namespaces) > 0 {
-		any = append(any, "namespaceObject.metadata.name in "+quoteList(a.Namespaces))
-	}
-	if a.NamespaceSelector != nil {
-		any = append(any, "("+selectorCEL(a.NamespaceSelector)+")")
-	}
-	return strings.Join(any, " || ")
-}
-
-// selectorCEL is a label selector as CEL over the namespace's labels.
-func selectorCEL(s *v1alpha1.NamespaceSelector) string {
-	const labels = "namespaceObject.metadata.labels"
-	present := func(k string) string { return fmt.Sprintf("has(%s) && %s in %s", labels, quote(k), labels) }
-	var all []string
-	for _, k := range slices.Sorted(maps.Keys(s.MatchLabels)) {
-		all = append(all, fmt.Sprintf("(%s && %s[%s] == %s)", present(k), labels, quote(k), quote(s.MatchLabels[k])))
-	}
-	for _, e := range s.MatchExpressions {
-		in := fmt.Sprintf("(%s && %s[%s] in %s)", present(e.Key), labels, quote(e.Key), quoteList(e.Values))
-		switch e.Operator {
-		case metav1.LabelSelectorOpIn:
-			all = append(all, in)
-		case metav1.LabelSelectorOpNotIn:
-			all = append(all, "!"+in)
-		case metav1.LabelSelectorOpExists:
-			all = append(all, "("+present(e.Key)+")")
-		case metav1.LabelSelectorOpDoesNotExist:
-			all = append(all, "!("+present(e.Key)+")")
-		}
-	}
-	if len(all) == 0 {
-		return "true"
-	}
-	return strings.Join(all, " && ")
 }
 
 // describeAccess says who may use the class, for the refusal message.
@@ -172,108 +129,141 @@ func ownTaints(wc *v1alpha1.WorkloadClass, merged []corev1.Taint) []corev1.Taint
 	return out
 }
 
-// accessPolicies renders the class's ValidatingAdmissionPolicy and binding (when it has an
-// access rule) and its MutatingAdmissionPolicy and binding (the namespace default).
-func (r *renderer) accessPolicies(t *template, rungs []Rung) []client.Object {
-	if r.opts.NoAccessPolicies {
-		return nil
-	}
-	var rungNames []string
-	for _, rung := range rungs {
-		rungNames = append(rungNames, rung.Name)
-	}
-	var out []client.Object
-	if r.class.Spec.Access != nil {
-		vap, binding := r.validatingPolicy(t, rungNames)
-		out = append(out, vap, binding)
-	}
-	if !r.opts.NoDefaultPolicies {
-		mp, binding := r.mutatingPolicy(t)
-		out = append(out, mp, binding)
-	}
-	return out
+// podSpec picks the pod spec out of a Pod, a PodTemplate or a workload's pod template.
+func podSpec(root string) string {
+	return fmt.Sprintf(`%[1]s.kind == "Pod" ? %[1]s.spec : (%[1]s.kind == "PodTemplate" ? %[1]s.template.spec : (%[1]s.kind == "CronJob" ? %[1]s.spec.jobTemplate.spec.template.spec : %[1]s.spec.template.spec))`, root)
 }
 
-// validatingPolicy refuses, outside the allowed namespaces, a pod (or a workload's pod
-// template) that could land on the class: it selects the class, or it tolerates every
-// scheduling taint of the class and does not select elsewhere.
-func (r *renderer) validatingPolicy(t *template, rungs []string) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
-	name, class := AccessPolicyName(r.class.Name), quote(r.class.Name)
-	a := r.class.Spec.Access
-	rungList := quoteList(rungs)
+// DaemonSetController is the identity kube-controller-manager's DaemonSet controller
+// creates pods as when it runs with --use-service-account-credentials (as EKS and kubeadm
+// run it). Who creates a pod is evidence; an ownerReference, which anyone who may create a
+// pod can write, is not.
+const DaemonSetController = "system:serviceaccount:kube-system:daemon-set-controller"
+
+// notDaemonSetPod lets the DaemonSet controller's pods through: they run on every node by
+// design, and their DaemonSet's template was judged when it was written.
+var notDaemonSetPod = `object.kind != "Pod" || request.userInfo.username != ` + quote(DaemonSetController)
+
+// tolerationsCEL are the tolerations that count towards landing on a class: a DaemonSet's
+// blanket toleration (operator Exists, no key) is a node agent's, which runs on every node
+// and is admitted; a DaemonSet that tolerates a class's taints by key, or selects the class,
+// is judged like any other template.
+const tolerationsCEL = `has(variables.spec.tolerations) ? (object.kind == "DaemonSet" ? variables.spec.tolerations.filter(t, has(t.key) && t.key != "") : variables.spec.tolerations) : []`
+
+// allowedCEL is the CEL test of the parameter's access entries on namespaceObject: every
+// entry must admit the namespace, by name or by a label selector (Access.Admits in Go; a
+// test proves the two agree). No entry admits every namespace, and so does an entry with
+// neither field: an empty namespaceSelector, which matches every namespace, is written
+// without its empty object.
+const allowedCEL = `!has(params.spec.access) || params.spec.access.all(a, (!has(a.namespaces) && !has(a.namespaceSelector)) || (has(a.namespaces) && namespaceObject.metadata.name in a.namespaces) || (has(a.namespaceSelector) && (!has(a.namespaceSelector.matchLabels) || a.namespaceSelector.matchLabels.all(k, k in variables.labels && variables.labels[k] == a.namespaceSelector.matchLabels[k])) && (!has(a.namespaceSelector.matchExpressions) || a.namespaceSelector.matchExpressions.all(e, e.operator == "In" ? (e.key in variables.labels && has(e.values) && variables.labels[e.key] in e.values) : (e.operator == "NotIn" ? !(e.key in variables.labels && has(e.values) && variables.labels[e.key] in e.values) : (e.operator == "Exists" ? e.key in variables.labels : !(e.key in variables.labels)))))))`
+
+// namespaceLabelsCEL are namespaceObject's labels, empty when it has none.
+const namespaceLabelsCEL = `has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {}`
+
+// AdmissionPolicies are the policies and bindings the chart and config/policies install
+// once (hack/chartgen writes them from here): the access policy, whose parameters are the
+// restricted classes' AccessRules, and the namespace-default policy, whose parameters are
+// every class's. The manager writes only the parameters, so it needs no write access to
+// any admission policy. A later policy over another Poolsmith parameter (the Baseline's
+// guardrails) joins this list.
+func AdmissionPolicies() []client.Object {
+	vap, vapb := accessPolicy()
+	mp, mpb := defaultsPolicy()
+	return []client.Object{vap, vapb, mp, mpb}
+}
+
+// paramKind is the AccessRule, the parameter of both policies.
+func paramKind() *admissionv1.ParamKind {
+	return &admissionv1.ParamKind{APIVersion: v1alpha1.GroupVersion.String(), Kind: KindAccessRule}
+}
+
+// accessPolicy refuses, outside a restricted class's allowed namespaces, a pod (or a
+// workload's pod template) that could land on the class: it selects the class or one of
+// its rungs, or it tolerates every scheduling taint of the class and does not select
+// elsewhere. The binding selects every restricted class's AccessRule: the API server
+// evaluates the policy once per parameter and refuses if any refuses, so a pod is refused
+// when any restricted class it could land on forbids its namespace.
+//
+// failurePolicy Fail: a rule the API server cannot evaluate (an evaluation error, the
+// AccessRule CRD missing, its informer not yet synced) refuses rather than lets a pod
+// through. parameterNotFoundAction Allow: no restricted class, nothing to enforce.
+func accessPolicy() (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
 	classKey, rungKey, poolKey := quote(v1alpha1.LabelClass), quote(v1alpha1.LabelRung), quote(labelNodePool)
 	pinnedTo := func(key, values string) string {
 		return fmt.Sprintf(`(%[1]s in variables.nodeSelector && variables.nodeSelector[%[1]s] %[2]s)`, key, values)
 	}
 	selects := strings.Join([]string{
-		pinnedTo(classKey, "== "+class),
-		pinnedTo(rungKey, "in "+rungList),
-		pinnedTo(poolKey, "in "+rungList),
-		fmt.Sprintf(`variables.terms.exists(t, has(t.matchExpressions) && t.matchExpressions.exists(e, e.operator == "In" && has(e.values) && ((e.key == %s && %s in e.values) || ((e.key == %s || e.key == %s) && e.values.exists(v, v in %s)))))`,
-			classKey, class, rungKey, poolKey, rungList),
+		pinnedTo(classKey, "== params.spec.class"),
+		pinnedTo(rungKey, "in variables.rungs"),
+		pinnedTo(poolKey, "in variables.rungs"),
+		fmt.Sprintf(`variables.terms.exists(t, has(t.matchExpressions) && t.matchExpressions.exists(e, e.operator == "In" && has(e.values) && ((e.key == %s && params.spec.class in e.values) || ((e.key == %s || e.key == %s) && e.values.exists(v, v in variables.rungs)))))`,
+			classKey, rungKey, poolKey),
 	}, " || ")
 	away := strings.Join([]string{
 		`(has(variables.spec.nodeName) && variables.spec.nodeName != "")`,
-		fmt.Sprintf(`(%[1]s in variables.nodeSelector && variables.nodeSelector[%[1]s] != %[2]s)`, classKey, class),
-		fmt.Sprintf(`(%[1]s in variables.nodeSelector && !(variables.nodeSelector[%[1]s] in %[2]s))`, rungKey, rungList),
-		fmt.Sprintf(`(%[1]s in variables.nodeSelector && !(variables.nodeSelector[%[1]s] in %[2]s))`, poolKey, rungList),
-		fmt.Sprintf(`(variables.terms.size() > 0 && variables.terms.all(t, has(t.matchExpressions) && t.matchExpressions.exists(e, (e.key == %[1]s && ((e.operator == "In" && has(e.values) && !(%[2]s in e.values)) || (e.operator == "NotIn" && has(e.values) && %[2]s in e.values) || e.operator == "DoesNotExist")) || ((e.key == %[3]s || e.key == %[4]s) && ((e.operator == "In" && has(e.values) && !e.values.exists(v, v in %[5]s)) || e.operator == "DoesNotExist")))))`,
-			classKey, class, rungKey, poolKey, rungList),
+		fmt.Sprintf(`(%[1]s in variables.nodeSelector && variables.nodeSelector[%[1]s] != params.spec.class)`, classKey),
+		fmt.Sprintf(`(%[1]s in variables.nodeSelector && !(variables.nodeSelector[%[1]s] in variables.rungs))`, rungKey),
+		fmt.Sprintf(`(%[1]s in variables.nodeSelector && !(variables.nodeSelector[%[1]s] in variables.rungs))`, poolKey),
+		fmt.Sprintf(`(variables.terms.size() > 0 && variables.terms.all(t, has(t.matchExpressions) && t.matchExpressions.exists(e, (e.key == %[1]s && ((e.operator == "In" && has(e.values) && !(params.spec.class in e.values)) || (e.operator == "NotIn" && has(e.values) && params.spec.class in e.values) || e.operator == "DoesNotExist")) || ((e.key == %[2]s || e.key == %[3]s) && ((e.operator == "In" && has(e.values) && !e.values.exists(v, v in variables.rungs)) || e.operator == "DoesNotExist")))))`,
+			classKey, rungKey, poolKey),
 	}, " || ")
-	var tolerates []string
-	for _, taint := range schedulingTaints(t.taints) {
-		tolerates = append(tolerates, fmt.Sprintf(`variables.tolerations.exists(t, (!has(t.effect) || t.effect == "" || t.effect == %[3]s) && ((!has(t.key) || t.key == "") ? (has(t.operator) && t.operator == "Exists") : (t.key == %[1]s && ((has(t.operator) && t.operator == "Exists") || (has(t.value) ? t.value : "") == %[2]s))))`,
-			quote(taint.Key), quote(taint.Value), quote(string(taint.Effect))))
-	}
-	who := describeAccess(a)
-	msg := fmt.Sprintf("WorkloadClass %s may only be used from %s", r.class.Name, who)
+	// Every scheduling taint of the class is tolerated. A class with an access rule has one
+	// of its own (the renderer refuses it otherwise); a rule with none tolerates nothing.
+	tolerates := `variables.taints.size() > 0 && variables.taints.all(x, variables.tolerations.exists(t, (!has(t.effect) || t.effect == "" || t.effect == x.effect) && ((!has(t.key) || t.key == "") ? (has(t.operator) && t.operator == "Exists") : (t.key == x.key && ((has(t.operator) && t.operator == "Exists") || (has(t.value) ? t.value : "") == (has(x.value) ? x.value : ""))))))`
 	vap := &admissionv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: AdmissionAPIVersion, Kind: KindValidatingPolicy},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: r.ownerLabels()},
+		ObjectMeta: metav1.ObjectMeta{Name: AccessPolicyName},
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			ParamKind:     paramKind(),
 			FailurePolicy: ptr.To(admissionv1.Fail),
 			MatchConstraints: &admissionv1.MatchResources{
 				NamespaceSelector: exemptNamespaces(),
 				ObjectSelector:    &metav1.LabelSelector{},
 				MatchPolicy:       ptr.To(admissionv1.Equivalent),
 				ResourceRules: []admissionv1.NamedRuleWithOperations{
-					rule("", "pods"),
-					rule("apps", "deployments", "replicasets", "statefulsets"),
+					rule("", "pods", "podtemplates", "replicationcontrollers"),
+					rule("apps", "daemonsets", "deployments", "replicasets", "statefulsets"),
 					rule("batch", "cronjobs", "jobs"),
 				},
 			},
-			// Match conditions cannot see namespaceObject (the API server binds it only for
-			// validations), so the namespace test is a variable.
+			// Match conditions cannot see namespaceObject or params (the API server binds
+			// them only for validations), so the namespace test is a variable.
 			MatchConditions: []admissionv1.MatchCondition{
 				{Name: "not-a-daemonset-pod", Expression: notDaemonSetPod},
 			},
 			Variables: []admissionv1.Variable{
-				{Name: "allowed", Expression: allowedNamespace(a)},
 				{Name: "spec", Expression: podSpec("object")},
 				{Name: "nodeSelector", Expression: `has(variables.spec.nodeSelector) ? variables.spec.nodeSelector : {}`},
 				{Name: "terms", Expression: `has(variables.spec.affinity) && has(variables.spec.affinity.nodeAffinity) && has(variables.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution) ? variables.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms : []`},
-				{Name: "tolerations", Expression: `has(variables.spec.tolerations) ? variables.spec.tolerations : []`},
+				{Name: "tolerations", Expression: tolerationsCEL},
 				// An update that leaves the pod spec alone (a label, a finalizer, a scale) is
 				// not judged: a pod admitted before the rule changed can still be deleted.
 				{Name: "unchanged", Expression: `request.operation == "UPDATE" && oldObject != null && (` + podSpec("oldObject") + `) == variables.spec`},
+				{Name: "labels", Expression: namespaceLabelsCEL},
+				{Name: "allowed", Expression: allowedCEL},
+				{Name: "rungs", Expression: `has(params.spec.rungs) ? params.spec.rungs : []`},
+				{Name: "taints", Expression: `has(params.spec.taints) ? params.spec.taints : []`},
 				{Name: "selects", Expression: selects},
 				{Name: "away", Expression: away},
-				{Name: "tolerates", Expression: strings.Join(tolerates, " && ")},
+				{Name: "tolerates", Expression: tolerates},
 			},
 			Validations: []admissionv1.Validation{{
-				Expression: `variables.allowed || variables.unchanged || !(variables.selects || (variables.tolerates && !variables.away))`,
-				Message:    msg,
-				MessageExpression: fmt.Sprintf(`object.kind + " " + (has(object.metadata.name) ? object.metadata.name : "") + " in namespace " + namespaceObject.metadata.name + " could run on WorkloadClass %s (it selects the class or tolerates its taints), which may only be used from %s"`,
-					strings.ReplaceAll(r.class.Name, `"`, ``), strings.ReplaceAll(who, `"`, `\"`)),
-				Reason: ptr.To(metav1.StatusReasonForbidden),
+				Expression:        `variables.allowed || variables.unchanged || !(variables.selects || (variables.tolerates && !variables.away))`,
+				Message:           "the pod could run on a WorkloadClass its namespace may not use",
+				MessageExpression: `object.kind + " " + (has(object.metadata.name) ? object.metadata.name : "") + " in namespace " + namespaceObject.metadata.name + " could run on WorkloadClass " + params.spec.class + " (it selects the class or tolerates its taints), which may only be used from " + (has(params.spec.allowed) ? params.spec.allowed : "the namespaces its access rule names")`,
+				Reason:            ptr.To(metav1.StatusReasonForbidden),
 			}},
 		},
 	}
 	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: AdmissionAPIVersion, Kind: KindValidatingPolicyBinding},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: r.ownerLabels()},
+		ObjectMeta: metav1.ObjectMeta{Name: AccessPolicyName},
 		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
+			PolicyName: AccessPolicyName,
+			ParamRef: &admissionv1.ParamRef{
+				Selector:                &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelRestricted: "true"}},
+				ParameterNotFoundAction: ptr.To(admissionv1.AllowAction),
+			},
 			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
 		},
 	}
@@ -290,44 +280,33 @@ func rule(group string, resources ...string) admissionv1.NamedRuleWithOperations
 	}}
 }
 
-// mutatingPolicy gives a pod created in a namespace labelled poolsmith.dev/default-class=<class>
-// that selects no class the class's nodeSelector and tolerations, keeping its own entries.
-// nodeSelector and tolerations are atomic, which an ApplyConfiguration mutation may not
-// change, so it is a JSONPatch.
-func (r *renderer) mutatingPolicy(t *template) (*admissionv1.MutatingAdmissionPolicy, *admissionv1.MutatingAdmissionPolicyBinding) {
-	name := DefaultsPolicyName(r.class.Name)
+// defaultsPolicy gives a pod created in a namespace labelled poolsmith.dev/default-class=<class>
+// that selects no class the class's nodeSelector and a toleration for each of its
+// scheduling taints, keeping its own entries. Its parameters are every class's AccessRule;
+// only the one of the namespace's class patches, and not where the class's access rule
+// excludes the namespace. nodeSelector and tolerations are atomic, which an
+// ApplyConfiguration mutation may not change, so it is a JSONPatch. failurePolicy Ignore:
+// a default that cannot be applied never blocks a pod.
+func defaultsPolicy() (*admissionv1.MutatingAdmissionPolicy, *admissionv1.MutatingAdmissionPolicyBinding) {
 	keys := quoteList([]string{v1alpha1.LabelClass, v1alpha1.LabelRung, labelNodePool})
 	conditions := []admissionv1.MatchCondition{
 		{Name: "not-a-daemonset-pod", Expression: notDaemonSetPod},
 		{Name: "selects-no-class", Expression: `!(has(object.spec.nodeName) && object.spec.nodeName != "") && !(has(object.spec.nodeSelector) && object.spec.nodeSelector.exists(k, k in ` + keys + `)) && !(has(object.spec.affinity) && has(object.spec.affinity.nodeAffinity) && has(object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution) && object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.exists(t, has(t.matchExpressions) && t.matchExpressions.exists(e, e.key in ` + keys + `)))`},
 	}
-
-	var tolerations []string
-	for _, taint := range schedulingTaints(t.taints) {
-		tolerations = append(tolerations, fmt.Sprintf(`Object.spec.tolerations{key: %s, operator: "Equal", value: %s, effect: %s}`, quote(taint.Key), quote(taint.Value), quote(string(taint.Effect))))
-	}
-	class := quote(r.class.Name)
-	patch := fmt.Sprintf(`(has(object.spec.nodeSelector) ? [JSONPatch{op: "add", path: "/spec/nodeSelector/" + jsonpatch.escapeKey(%[1]s), value: %[2]s}] : [JSONPatch{op: "add", path: "/spec/nodeSelector", value: {%[1]s: %[2]s}}])`, quote(v1alpha1.LabelClass), class)
-	if len(tolerations) > 0 {
-		var each []string
-		for _, tol := range tolerations {
-			each = append(each, `JSONPatch{op: "add", path: "/spec/tolerations/-", value: `+tol+`}`)
-		}
-		patch += fmt.Sprintf(` + (has(object.spec.tolerations) ? [%s] : [JSONPatch{op: "add", path: "/spec/tolerations", value: [%s]}])`, strings.Join(each, ", "), strings.Join(tolerations, ", "))
-	}
-	if a := r.class.Spec.Access; a != nil {
-		// A namespace the class does not admit gets no default (the class reports it). Match
-		// conditions cannot see namespaceObject, so the patch is empty there.
-		patch = "(" + allowedNamespace(a) + ") ? " + patch + " : []"
-	}
+	classKey, defaultKey := quote(v1alpha1.LabelClass), quote(v1alpha1.LabelDefaultClass)
+	toleration := `Object.spec.tolerations{key: x.key, operator: "Equal", value: has(x.value) ? x.value : "", effect: x.effect}`
+	patch := fmt.Sprintf(`!(%[2]s in variables.labels && variables.labels[%[2]s] == params.spec.class && variables.allowed) ? [] : `+
+		`(has(object.spec.nodeSelector) ? [JSONPatch{op: "add", path: "/spec/nodeSelector/" + jsonpatch.escapeKey(%[1]s), value: params.spec.class}] : [JSONPatch{op: "add", path: "/spec/nodeSelector", value: {%[1]s: params.spec.class}}]) + `+
+		`(!has(params.spec.taints) || params.spec.taints.size() == 0 ? [] : (has(object.spec.tolerations) ? params.spec.taints.map(x, JSONPatch{op: "add", path: "/spec/tolerations/-", value: %[3]s}) : [JSONPatch{op: "add", path: "/spec/tolerations", value: params.spec.taints.map(x, %[3]s)}]))`,
+		classKey, defaultKey, toleration)
 	mp := &admissionv1.MutatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: AdmissionAPIVersion, Kind: KindMutatingPolicy},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: r.ownerLabels()},
+		ObjectMeta: metav1.ObjectMeta{Name: DefaultsPolicyName},
 		Spec: admissionv1.MutatingAdmissionPolicySpec{
-			// A default that cannot be applied never blocks a pod: it is created as written.
+			ParamKind:     paramKind(),
 			FailurePolicy: ptr.To(admissionv1.Ignore),
 			MatchConstraints: &admissionv1.MatchResources{
-				NamespaceSelector: exemptNamespaces(metav1.LabelSelectorRequirement{Key: v1alpha1.LabelDefaultClass, Operator: metav1.LabelSelectorOpIn, Values: []string{r.class.Name}}),
+				NamespaceSelector: exemptNamespaces(metav1.LabelSelectorRequirement{Key: v1alpha1.LabelDefaultClass, Operator: metav1.LabelSelectorOpExists}),
 				ObjectSelector:    &metav1.LabelSelector{},
 				MatchPolicy:       ptr.To(admissionv1.Equivalent),
 				ResourceRules: []admissionv1.NamedRuleWithOperations{{RuleWithOperations: admissionv1.RuleWithOperations{
@@ -335,7 +314,11 @@ func (r *renderer) mutatingPolicy(t *template) (*admissionv1.MutatingAdmissionPo
 					Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: ptr.To(admissionv1.NamespacedScope)},
 				}}},
 			},
-			MatchConditions:    conditions,
+			MatchConditions: conditions,
+			Variables: []admissionv1.Variable{
+				{Name: "labels", Expression: namespaceLabelsCEL},
+				{Name: "allowed", Expression: allowedCEL},
+			},
 			ReinvocationPolicy: admissionv1.NeverReinvocationPolicy,
 			Mutations: []admissionv1.Mutation{{
 				PatchType: admissionv1.PatchTypeJSONPatch,
@@ -345,8 +328,86 @@ func (r *renderer) mutatingPolicy(t *template) (*admissionv1.MutatingAdmissionPo
 	}
 	binding := &admissionv1.MutatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: AdmissionAPIVersion, Kind: KindMutatingPolicyBinding},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: r.ownerLabels()},
-		Spec:       admissionv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name},
+		ObjectMeta: metav1.ObjectMeta{Name: DefaultsPolicyName},
+		Spec: admissionv1.MutatingAdmissionPolicyBindingSpec{
+			PolicyName: DefaultsPolicyName,
+			ParamRef: &admissionv1.ParamRef{
+				Selector:                &metav1.LabelSelector{},
+				ParameterNotFoundAction: ptr.To(admissionv1.AllowAction),
+			},
+		},
 	}
 	return mp, binding
+}
+
+// accessRule is the class's AccessRule as rendered: its resolved scheduling taints, its
+// access rule and the rungs it renders. The controller adds the rungs that still exist
+// without being rendered (retiring, orphaned) and, while the family cannot be written,
+// narrows it to what was enforced before (see AccessRuleFor).
+func (r *renderer) accessRule(t *template, rungs []Rung) *v1alpha1.AccessRule {
+	rule := &v1alpha1.AccessRule{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: KindAccessRule},
+		ObjectMeta: metav1.ObjectMeta{Name: r.class.Name, Labels: r.ownerLabels()},
+		Spec:       v1alpha1.AccessRuleSpec{Class: r.class.Name, Taints: schedulingTaints(t.taints)},
+	}
+	for _, rung := range rungs {
+		rule.Spec.Rungs = append(rule.Spec.Rungs, rung.Name)
+	}
+	slices.Sort(rule.Spec.Rungs)
+	// Always set, "false" on an open class: a label the render drops would be kept on the
+	// live object as another writer's.
+	rule.Labels[v1alpha1.LabelRestricted] = "false"
+	if a := r.class.Spec.Access; a != nil {
+		rule.Spec.Access = []v1alpha1.Access{*a.DeepCopy()}
+		rule.Spec.Allowed = describeAccess(a)
+		rule.Labels[v1alpha1.LabelRestricted] = "true"
+	}
+	return rule
+}
+
+// NarrowedAccessRule is the AccessRule to enforce while the class's NodePool family cannot
+// be written. rendered is the rule the class renders now (nil when it does not render),
+// live the rule enforced now (nil when there is none). Access is the intersection of what
+// live enforced (its first entry, the rule of the last family written) and spec.access:
+// a narrowing takes effect at once, a widening waits for the family. Taints stay live's,
+// those of the nodes that exist; rungs are both rules'. Nil when there is nothing to
+// enforce from.
+func NarrowedAccessRule(wc *v1alpha1.WorkloadClass, rendered, live *v1alpha1.AccessRule) *v1alpha1.AccessRule {
+	var want *v1alpha1.AccessRule
+	switch {
+	case rendered != nil:
+		want = rendered.DeepCopy()
+	case live != nil:
+		want = &v1alpha1.AccessRule{
+			TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: KindAccessRule},
+			ObjectMeta: metav1.ObjectMeta{Name: wc.Name, Labels: map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue, v1alpha1.LabelClass: wc.Name}},
+			Spec:       *live.Spec.DeepCopy(),
+		}
+	default:
+		return nil
+	}
+	var access []v1alpha1.Access
+	if live != nil {
+		if len(live.Spec.Access) > 0 {
+			access = append(access, *live.Spec.Access[0].DeepCopy())
+		}
+		want.Spec.Taints = slices.Clone(live.Spec.Taints)
+		rungs := append(slices.Clone(want.Spec.Rungs), live.Spec.Rungs...)
+		slices.Sort(rungs)
+		want.Spec.Rungs = slices.Compact(rungs)
+	}
+	if a := wc.Spec.Access; a != nil && (len(access) == 0 || !equality.Semantic.DeepEqual(access[0], *a)) {
+		access = append(access, *a.DeepCopy())
+	}
+	want.Spec.Access = access
+	var who []string
+	for i := range access {
+		who = append(who, describeAccess(&access[i]))
+	}
+	want.Spec.Allowed = strings.Join(who, ", and only those also allowed by the class's new spec.access: ")
+	want.Labels[v1alpha1.LabelRestricted] = "false"
+	if len(access) > 0 {
+		want.Labels[v1alpha1.LabelRestricted] = "true"
+	}
+	return want
 }

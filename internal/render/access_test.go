@@ -1,66 +1,84 @@
 package render_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/render"
+	"github.com/poolsmith/poolsmith/internal/validate"
 )
 
-func TestAccessRendersAPolicyAndBindingPerClassAndADefaultsPolicy(t *testing.T) {
+func TestAccessRendersOneAccessRulePerClass(t *testing.T) {
 	res := mustRender(t, baseline(), class("gpu", v1alpha1.ProfileGPU, withAccess("ml-train")))
-	var kinds []string
-	for _, p := range res.Policies {
-		kinds = append(kinds, p.GetObjectKind().GroupVersionKind().Kind+"/"+p.GetName())
-		if p.GetLabels()[v1alpha1.LabelClass] != "gpu" || p.GetLabels()[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue {
-			t.Errorf("%s lacks the owner labels: %v", p.GetName(), p.GetLabels())
-		}
+	if len(res.Policies) != 1 {
+		t.Fatalf("policies = %v, want the AccessRule alone: the manager writes no admission policy", res.Policies)
 	}
-	want := "ValidatingAdmissionPolicy/poolsmith-access-gpu ValidatingAdmissionPolicyBinding/poolsmith-access-gpu MutatingAdmissionPolicy/poolsmith-default-gpu MutatingAdmissionPolicyBinding/poolsmith-default-gpu"
-	if got := strings.Join(kinds, " "); got != want {
-		t.Fatalf("policies = %s\nwant %s", got, want)
+	rule := res.AccessRule()
+	if rule == nil || rule.Name != "gpu" || rule.Spec.Class != "gpu" {
+		t.Fatalf("AccessRule = %+v", rule)
 	}
-	vap := res.Policies[0].(*admissionv1.ValidatingAdmissionPolicy)
-	if *vap.Spec.FailurePolicy != admissionv1.Fail {
-		t.Errorf("failurePolicy = %s, want Fail: an access rule that cannot be judged refuses", *vap.Spec.FailurePolicy)
+	if rule.Labels[v1alpha1.LabelClass] != "gpu" || rule.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue || rule.Labels[v1alpha1.LabelRestricted] != "true" {
+		t.Errorf("AccessRule labels = %v", rule.Labels)
 	}
-	if ns := vap.Spec.MatchConstraints.NamespaceSelector.MatchExpressions[0]; ns.Values[0] != "kube-system" {
-		t.Errorf("kube-system is not exempt: %v", ns)
+	if len(rule.Spec.Access) != 1 || rule.Spec.Access[0].Namespaces[0] != "ml-train" {
+		t.Errorf("access = %+v", rule.Spec.Access)
 	}
-	msg := vap.Spec.Validations[0].MessageExpression
-	for _, s := range []string{"WorkloadClass gpu", "namespaces ml-train", "namespaces labelled example.com/team=ml,example.com/tier notin (sandbox)"} {
-		if !strings.Contains(msg, s) {
-			t.Errorf("message %q does not say %q", msg, s)
+	for _, s := range []string{"namespaces ml-train", "namespaces labelled example.com/team=ml,example.com/tier notin (sandbox)"} {
+		if !strings.Contains(rule.Spec.Allowed, s) {
+			t.Errorf("allowed %q does not say %q", rule.Spec.Allowed, s)
 		}
 	}
 	// Every rung's name is a way to select the class.
 	for _, np := range res.NodePools {
-		if !strings.Contains(vap.Spec.Variables[6].Expression, `"`+np.Name+`"`) {
-			t.Errorf("selects does not name rung %s", np.Name)
+		if !slices.Contains(rule.Spec.Rungs, np.Name) {
+			t.Errorf("rungs %v lack %s", rule.Spec.Rungs, np.Name)
 		}
 	}
 	// Both NoSchedule taints (the profile's nvidia.com/gpu and the class's own) must be tolerated.
-	tol := vap.Spec.Variables[8].Expression
-	if !strings.Contains(tol, `"nvidia.com/gpu"`) || !strings.Contains(tol, `"example.com/dedicated"`) {
-		t.Errorf("tolerates = %s", tol)
+	var keys []string
+	for _, taint := range rule.Spec.Taints {
+		keys = append(keys, taint.Key)
+	}
+	if !slices.Contains(keys, "nvidia.com/gpu") || !slices.Contains(keys, "example.com/dedicated") {
+		t.Errorf("taints = %v", rule.Spec.Taints)
 	}
 }
 
-func TestOpenClassRendersOnlyTheDefaultsPolicy(t *testing.T) {
-	res := mustRender(t, baseline(), class("web", v1alpha1.ProfileGeneral))
-	if len(res.Policies) != 2 || res.Policies[0].GetObjectKind().GroupVersionKind().Kind != render.KindMutatingPolicy {
-		t.Fatalf("policies = %v", res.Policies)
+func TestAdmissionPoliciesReadAccessRules(t *testing.T) {
+	objs := render.AdmissionPolicies()
+	if len(objs) != 4 {
+		t.Fatalf("policies = %d", len(objs))
 	}
-	mp := res.Policies[0].(*admissionv1.MutatingAdmissionPolicy)
-	if got := mp.Spec.MatchConstraints.NamespaceSelector.MatchExpressions[1]; got.Key != v1alpha1.LabelDefaultClass || got.Values[0] != "web" {
-		t.Errorf("the defaults policy does not select namespaces labelled %s=web: %v", v1alpha1.LabelDefaultClass, got)
+	vap := objs[0].(*admissionv1.ValidatingAdmissionPolicy)
+	if *vap.Spec.FailurePolicy != admissionv1.Fail || vap.Spec.ParamKind.Kind != render.KindAccessRule {
+		t.Errorf("access policy: failurePolicy %s, paramKind %v", *vap.Spec.FailurePolicy, vap.Spec.ParamKind)
+	}
+	if ns := vap.Spec.MatchConstraints.NamespaceSelector.MatchExpressions[0]; ns.Values[0] != "kube-system" {
+		t.Errorf("kube-system is not exempt: %v", ns)
+	}
+	binding := objs[1].(*admissionv1.ValidatingAdmissionPolicyBinding)
+	if ref := binding.Spec.ParamRef; ref.Selector.MatchLabels[v1alpha1.LabelRestricted] != "true" || *ref.ParameterNotFoundAction != admissionv1.AllowAction {
+		t.Errorf("access binding paramRef = %+v", ref)
+	}
+	mp := objs[2].(*admissionv1.MutatingAdmissionPolicy)
+	if got := mp.Spec.MatchConstraints.NamespaceSelector.MatchExpressions[1]; got.Key != v1alpha1.LabelDefaultClass || got.Operator != metav1.LabelSelectorOpExists {
+		t.Errorf("the defaults policy does not select namespaces labelled %s: %v", v1alpha1.LabelDefaultClass, got)
 	}
 	if *mp.Spec.FailurePolicy != admissionv1.Ignore || mp.Spec.Mutations[0].PatchType != admissionv1.PatchTypeJSONPatch {
 		t.Errorf("defaults policy: failurePolicy %s, patch %s", *mp.Spec.FailurePolicy, mp.Spec.Mutations[0].PatchType)
+	}
+}
+
+func TestOpenClassRendersAnUnrestrictedAccessRule(t *testing.T) {
+	rule := mustRender(t, baseline(), class("web", v1alpha1.ProfileGeneral)).AccessRule()
+	if rule == nil || len(rule.Spec.Access) != 0 || rule.Labels[v1alpha1.LabelRestricted] != "false" {
+		t.Fatalf("AccessRule = %+v: an open class's rule serves namespace defaults only", rule)
 	}
 }
 
@@ -70,9 +88,37 @@ func TestAccessPoliciesCanBeTurnedOff(t *testing.T) {
 	if err != nil || len(res.Policies) != 0 {
 		t.Fatalf("NoAccessPolicies: %v, %d policies", err, len(res.Policies))
 	}
-	res, err = render.Render(baseline(), wc, render.Options{NoDefaultPolicies: true})
-	if err != nil || len(res.Policies) != 2 || res.Policies[0].GetObjectKind().GroupVersionKind().Kind != render.KindValidatingPolicy {
-		t.Fatalf("NoDefaultPolicies: %v, %v", err, res.Policies)
+}
+
+func TestANarrowedAccessRuleIsTheIntersectionOfTheEnforcedAndTheSpec(t *testing.T) {
+	wc := class("gpu", v1alpha1.ProfileGPU, withAccess("ml"))
+	wc.Spec.Access.NamespaceSelector = nil
+	live := mustRender(t, baseline(), wc).AccessRule()
+	live.Spec.Rungs = append(live.Spec.Rungs, "gpu-retiring")
+	live.Spec.Taints = []corev1.Taint{{Key: "example.com/dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+
+	// Narrowed: both entries, the live taints, both rules' rungs.
+	wc.Spec.Access = &v1alpha1.Access{Namespaces: []string{"ml-only"}}
+	rendered := mustRender(t, baseline(), wc).AccessRule()
+	got := render.NarrowedAccessRule(wc, rendered, live)
+	if len(got.Spec.Access) != 2 || got.Spec.Access[0].Namespaces[0] != "ml" || got.Spec.Access[1].Namespaces[0] != "ml-only" {
+		t.Errorf("access = %+v", got.Spec.Access)
+	}
+	if !slices.Contains(got.Spec.Rungs, "gpu-retiring") || len(got.Spec.Taints) != 1 || got.Labels[v1alpha1.LabelRestricted] != "true" {
+		t.Errorf("rule = %+v", got.Spec)
+	}
+	// The class opened up: the rule enforced before still holds until the family is written.
+	wc.Spec.Access = nil
+	if got := render.NarrowedAccessRule(wc, nil, live); len(got.Spec.Access) != 1 || got.Spec.Access[0].Namespaces[0] != "ml" {
+		t.Errorf("opened: access = %+v", got.Spec.Access)
+	}
+	// Deleted while blocked: restored from the render.
+	wc.Spec.Access = &v1alpha1.Access{Namespaces: []string{"ml-only"}}
+	if got := render.NarrowedAccessRule(wc, rendered, nil); len(got.Spec.Access) != 1 || got.Spec.Access[0].Namespaces[0] != "ml-only" {
+		t.Errorf("restored: access = %+v", got.Spec.Access)
+	}
+	if render.NarrowedAccessRule(wc, nil, nil) != nil {
+		t.Error("nothing to enforce from, yet a rule")
 	}
 }
 
@@ -101,5 +147,22 @@ func TestAccessSelectorCharactersAreCheckedAtRender(t *testing.T) {
 	_, err := render.Render(baseline(), wc, render.Options{})
 	if err == nil || !strings.Contains(err.Error(), "spec.access.namespaceSelector.matchLabels") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// The policies compile in the API server's stored-expression environment, params included.
+func TestAdmissionPoliciesCompile(t *testing.T) {
+	crds, err := validate.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range render.AdmissionPolicies() {
+		doc, err := render.CleanJSON(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := crds.Create(doc); err != nil {
+			t.Errorf("%s: %v", p.GetName(), err)
+		}
 	}
 }

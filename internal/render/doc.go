@@ -38,10 +38,11 @@
 //
 // # Access
 //
-// A class with spec.access also renders a ValidatingAdmissionPolicy and binding
-// (poolsmith-access-<class>) that refuse pods and workload pod templates of other
-// namespaces that could land on it; every class renders a MutatingAdmissionPolicy and
-// binding (poolsmith-default-<class>) that give pods of namespaces labelled
-// poolsmith.dev/default-class=<class> the class's nodeSelector and tolerations (access.go).
-// Options.NoAccessPolicies and NoDefaultPolicies leave them out.
+// Every class renders an AccessRule named after it (poolsmith.dev/v1alpha1): its access
+// rule, resolved scheduling taints and rungs. It is the parameter of the two admission
+// policies the chart installs once (AdmissionPolicies): poolsmith-access refuses pods and
+// workload pod templates of other namespaces that could land on a restricted class, and
+// poolsmith-default gives pods of namespaces labelled poolsmith.dev/default-class=<class>
+// the class's nodeSelector and tolerations (access.go). The manager writes no admission
+// policy. Options.NoAccessPolicies leaves the AccessRule out.
 package render

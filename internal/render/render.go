@@ -35,12 +35,9 @@ type Options struct {
 	// Catalog replaces the embedded instance catalog: the priced catalog signals give
 	// (signals.Apply), or a test's.
 	Catalog *catalog.Catalog
-	// NoAccessPolicies renders no admission policies at all (the manager's
-	// --access-policies=false); spec.access is then neither checked nor enforced.
+	// NoAccessPolicies renders no AccessRule (the manager's --access-policies=false);
+	// spec.access is then neither checked nor enforced.
 	NoAccessPolicies bool
-	// NoDefaultPolicies renders no MutatingAdmissionPolicy (the cluster does not serve
-	// admissionregistration.k8s.io/v1 MutatingAdmissionPolicy).
-	NoDefaultPolicies bool
 }
 
 // Result is a rendered NodePool family.
@@ -56,8 +53,9 @@ type Result struct {
 	NodePools []*karpv1.NodePool
 	// NodeOverlays encode interruption risk for Karpenter's own choice (weighting.nodeOverlays).
 	NodeOverlays []*karpv1alpha1.NodeOverlay
-	// Policies are the admission policies and bindings that enforce spec.access and apply
-	// namespace defaults (admissionregistration.k8s.io/v1), each policy before its binding.
+	// Policies hold the class's AccessRule: the parameter by which the admission policies
+	// the chart installs (AdmissionPolicies) enforce spec.access and apply namespace
+	// defaults. Empty with Options.NoAccessPolicies.
 	Policies []client.Object
 	Rungs    []Rung
 	// Provenance has every field of the EC2NodeClass and then of each NodePool.
@@ -179,21 +177,17 @@ func Render(baseline *v1alpha1.Baseline, class *v1alpha1.WorkloadClass, opts Opt
 		res.NodeOverlays = append(res.NodeOverlays, ov)
 		res.Provenance = append(res.Provenance, trace("NodeOverlay/"+ov.Name, doc, overlayOrigins[i])...)
 	}
-	for _, p := range r.accessPolicies(tmpl, rungs) {
-		doc, err := CleanJSON(p)
+	if !opts.NoAccessPolicies {
+		rule := r.accessRule(tmpl, rungs)
+		doc, err := CleanJSON(rule)
 		if err != nil {
 			return nil, err
 		}
-		res.Policies = append(res.Policies, p)
+		res.Policies = append(res.Policies, rule)
 		o := origins{}
-		switch p.GetObjectKind().GroupVersionKind().Kind {
-		case KindValidatingPolicy, KindValidatingPolicyBinding:
-			o.set("", OriginComputed("access: spec.access and the class's taints and rungs"))
-		default:
-			o.set("", OriginComputed("default: namespaces labelled "+v1alpha1.LabelDefaultClass+"="+class.Name))
-		}
+		o.set("", OriginComputed("access: spec.access and the class's taints and rungs"))
 		o.set("metadata", OriginComputed("class"))
-		res.Provenance = append(res.Provenance, trace(p.GetObjectKind().GroupVersionKind().Kind+"/"+p.GetName(), doc, o)...)
+		res.Provenance = append(res.Provenance, trace(KindAccessRule+"/"+rule.Name, doc, o)...)
 	}
 	return res, nil
 }
@@ -222,8 +216,21 @@ func (r *renderer) ownerLabels() map[string]string {
 	}
 }
 
+// AccessRule is the class's AccessRule, nil when none is rendered (or r is nil).
+func (r *Result) AccessRule() *v1alpha1.AccessRule {
+	if r == nil {
+		return nil
+	}
+	for _, p := range r.Policies {
+		if rule, ok := p.(*v1alpha1.AccessRule); ok {
+			return rule
+		}
+	}
+	return nil
+}
+
 // Objects are the EC2NodeClass, the NodePools in ladder order, the NodeOverlays, then the
-// admission policies, each as CleanJSON.
+// AccessRule, each as CleanJSON.
 func (r *Result) Objects() ([]map[string]any, error) {
 	objs := []any{r.NodeClass}
 	for _, np := range r.NodePools {

@@ -6,6 +6,7 @@ package testenv
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,10 +14,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/scheme"
 )
 
@@ -31,13 +34,24 @@ type Env struct {
 }
 
 // Option changes the control plane before it starts.
-type Option func(*envtest.Environment)
+type Option func(*options)
+
+type options struct {
+	env        *envtest.Environment
+	noPolicies bool
+}
+
+// WithoutAdmissionPolicies leaves out the admission policies Start installs as the chart
+// does (render.AdmissionPolicies), for a test of their install order.
+func WithoutAdmissionPolicies() Option {
+	return func(o *options) { o.noPolicies = true }
+}
 
 // WithAPIServerFlag appends a kube-apiserver flag, e.g. ("enable-admission-plugins",
 // "OwnerReferencesPermissionEnforcement").
 func WithAPIServerFlag(name, value string) Option {
-	return func(env *envtest.Environment) {
-		env.ControlPlane.GetAPIServer().Configure().Append(name, value)
+	return func(o *options) {
+		o.env.ControlPlane.GetAPIServer().Configure().Append(name, value)
 	}
 }
 
@@ -55,8 +69,9 @@ func Start(opts ...Option) (*Env, error) {
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme.Scheme,
 	}
+	o := &options{env: env}
 	for _, opt := range opts {
-		opt(env)
+		opt(o)
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -69,7 +84,28 @@ func Start(opts ...Option) (*Env, error) {
 		_ = env.Stop()
 		return nil, fmt.Errorf("creating a client: %w", err)
 	}
+	if !o.noPolicies {
+		if err := InstallAdmissionPolicies(c); err != nil {
+			_ = env.Stop()
+			return nil, err
+		}
+	}
 	return &Env{Environment: env, Config: cfg, Client: c}, nil
+}
+
+// InstallAdmissionPolicies creates the admission policies and bindings the chart installs
+// (render.AdmissionPolicies), after the CRDs as helm does; the MutatingAdmissionPolicy and
+// its binding only where the API server serves them.
+func InstallAdmissionPolicies(c client.Client) error {
+	for _, obj := range render.AdmissionPolicies() {
+		if err := c.Create(context.Background(), obj); err != nil {
+			if meta.IsNoMatchError(err) {
+				continue
+			}
+			return fmt.Errorf("installing %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+		}
+	}
+	return nil
 }
 
 // CRDDirs returns Poolsmith's generated CRD directory and Karpenter's.
@@ -117,7 +153,7 @@ func ModuleDir(module string) (string, error) {
 // start, and a client that trusted the first CA could not reconnect after a restart of
 // APIServer over the same etcd.
 func WithAPIServerCertDir(dir string) Option {
-	return func(env *envtest.Environment) {
-		env.ControlPlane.GetAPIServer().CertDir = dir
+	return func(o *options) {
+		o.env.ControlPlane.GetAPIServer().CertDir = dir
 	}
 }

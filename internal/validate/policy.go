@@ -191,15 +191,21 @@ type Judgement struct {
 }
 
 // Judge evaluates a ValidatingAdmissionPolicy's match conditions and validations on a
-// create of obj in namespace ns, with the API server's compiler, cost model and budget. An
-// evaluation error (running out of budget included) is returned.
-func Judge(p *admissionv1.ValidatingAdmissionPolicy, obj *unstructured.Unstructured, ns *corev1.Namespace) (Judgement, error) {
+// create of obj in namespace ns with one parameter (nil for a policy without paramKind),
+// with the API server's compiler, cost model and budget, as the API server does once per
+// parameter its binding selects. An evaluation error (running out of budget included) is
+// returned.
+func Judge(p *admissionv1.ValidatingAdmissionPolicy, params *unstructured.Unstructured, obj *unstructured.Unstructured, ns *corev1.Namespace) (Judgement, error) {
 	j := Judgement{Budget: celconfig.RuntimeCELCostBudget}
 	c, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
 	if err != nil {
 		return j, err
 	}
-	opts := plugincel.OptionalVariableDeclarations{HasAuthorizer: true}
+	opts := plugincel.OptionalVariableDeclarations{HasAuthorizer: true, HasParams: p.Spec.ParamKind != nil}
+	bindings := plugincel.OptionalVariableBindings{}
+	if params != nil {
+		bindings.VersionedParams = params
+	}
 	c.CompileAndStoreVariables(convertVariables(p.Spec.Variables), opts, environment.StoredExpressions)
 	var conds []plugincel.ExpressionAccessor
 	for i := range p.Spec.MatchConditions {
@@ -228,7 +234,7 @@ func Judge(p *admissionv1.ValidatingAdmissionPolicy, obj *unstructured.Unstructu
 		if group.match {
 			namespace, budget = nil, celconfig.RuntimeCELCostBudgetMatchConditions
 		}
-		results, left, err := c.CompileCondition(group.exprs, opts, environment.StoredExpressions).ForInput(context.Background(), va, req, plugincel.OptionalVariableBindings{}, namespace, budget)
+		results, left, err := c.CompileCondition(group.exprs, opts, environment.StoredExpressions).ForInput(context.Background(), va, req, bindings, namespace, budget)
 		j.Cost += budget - left
 		if group.match {
 			left = remaining

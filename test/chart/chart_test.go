@@ -213,11 +213,16 @@ func TestRenderedObjectsAreAcceptedAndLockedDown(t *testing.T) {
 					t.Errorf("a pod of %s is refused in a namespace enforcing the restricted Pod Security profile: %v", o.Where(), err)
 				}
 			}
-			want := map[string]int{"CustomResourceDefinition": 2, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
-				"Role": 2, "RoleBinding": 2, "Deployment": 1, "PodDisruptionBudget": 1, "Service": 1}
+			want := map[string]int{"CustomResourceDefinition": 3, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
+				"Role": 2, "RoleBinding": 2, "Deployment": 1, "PodDisruptionBudget": 1, "Service": 1,
+				"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1}
 			if name == "custom" {
-				want["ServiceMonitor"], want["CronJob"] = 1, 1
+				want["ServiceMonitor"], want["CronJob"], want["ConfigMap"] = 1, 1, 1
 				want["ServiceAccount"], want["Role"], want["RoleBinding"] = 2, 3, 3
+			}
+			// The defaults policy only where helm's capabilities say the cluster serves it.
+			if kinds["MutatingAdmissionPolicy"] > 0 {
+				want["MutatingAdmissionPolicy"], want["MutatingAdmissionPolicyBinding"] = 1, 1
 			}
 			for kind, n := range want {
 				if kinds[kind] != n {

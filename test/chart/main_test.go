@@ -45,7 +45,7 @@ func run(m *testing.M) int {
 	setupLogCapture()
 	// OwnerReferencesPermissionEnforcement is off by default; without it an owner reference
 	// with blockOwnerDeletion needs no finalizers rule, so that rule would look unneeded.
-	env, err = testenv.Start(testenv.WithAPIServerFlag("enable-admission-plugins", "OwnerReferencesPermissionEnforcement"))
+	env, err = testenv.Start(testenv.WithAPIServerFlag("enable-admission-plugins", "OwnerReferencesPermissionEnforcement"), testenv.WithoutAdmissionPolicies()) // helm install installs them
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -16,7 +16,6 @@ import (
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
 	"github.com/awslabs/operatorpkg/status"
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -731,11 +730,11 @@ func (s *scenario) rebalance(apply func(client.Object) error) error {
 	})
 }
 
-// access drives the admission policies (the Access section of the README): a restricted
-// class gets its four policies and its Access condition from the cached namespaces (create,
-// list, watch); hand edits to each are reverted (update); a foreign binding holding one of
-// another class's names makes the controller read every rendered name (get) and delete
-// what it created (delete).
+// access drives the AccessRules (the Access section of the README), the parameters of the
+// admission policies the chart installs: a restricted class gets its AccessRule and its
+// Access condition from the cached namespaces (create, list, watch); a hand edit to the
+// rule is reverted (update); a foreign AccessRule holding another class's name makes the
+// controller read every rendered name (get) and delete what it created (delete).
 func (s *scenario) access(apply func(client.Object) error) error {
 	class := func(name string) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
@@ -762,44 +761,21 @@ func (s *scenario) access(apply func(client.Object) error) error {
 	}); err != nil {
 		return err
 	}
-	edits := []struct {
-		obj   client.Object
-		patch string
-		path  []string
-		want  string
-	}{
-		{&admissionv1.ValidatingAdmissionPolicy{}, `{"spec":{"failurePolicy":"Ignore"}}`, []string{"spec", "failurePolicy"}, "Fail"},
-		{&admissionv1.ValidatingAdmissionPolicyBinding{}, `{"spec":{"policyName":"hand-edited"}}`, []string{"spec", "policyName"}, "poolsmith-access-restricted"},
-		{&admissionv1.MutatingAdmissionPolicy{}, `{"spec":{"failurePolicy":"Fail"}}`, []string{"spec", "failurePolicy"}, "Ignore"},
-		{&admissionv1.MutatingAdmissionPolicyBinding{}, `{"spec":{"policyName":"hand-edited"}}`, []string{"spec", "policyName"}, "poolsmith-default-restricted"},
+	rule := &v1alpha1.AccessRule{ObjectMeta: metav1.ObjectMeta{Name: "restricted"}}
+	if err := env.Client.Patch(ctx, rule, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"rungs":null}}`))); err != nil {
+		return fmt.Errorf("hand-editing AccessRule restricted: %w", err)
 	}
-	for _, e := range edits {
-		name := "poolsmith-access-restricted"
-		if _, mutating := e.obj.(*admissionv1.MutatingAdmissionPolicy); mutating {
-			name = "poolsmith-default-restricted"
-		}
-		if _, mutating := e.obj.(*admissionv1.MutatingAdmissionPolicyBinding); mutating {
-			name = "poolsmith-default-restricted"
-		}
-		e.obj.SetName(name)
-		if err := env.Client.Patch(ctx, e.obj, client.RawPatch(types.MergePatchType, []byte(e.patch))); err != nil {
-			return fmt.Errorf("hand-editing %T %s: %w", e.obj, name, err)
-		}
-		if err := s.wait(fmt.Sprintf("the hand edit of %T %s reverted", e.obj, name), func() (bool, error) {
-			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(admissionv1.SchemeGroupVersion.WithKind(strings.TrimPrefix(fmt.Sprintf("%T", e.obj), "*v1.")))
-			if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
-				return false, err
-			}
-			got, _, err := unstructured.NestedString(u.Object, e.path...)
-			return got == e.want, err
-		}); err != nil {
-			return err
-		}
+	if err := s.wait("the hand edit of AccessRule restricted reverted", func() (bool, error) {
+		got := &v1alpha1.AccessRule{}
+		err := env.Client.Get(ctx, client.ObjectKey{Name: "restricted"}, got)
+		return len(got.Spec.Rungs) > 0, err
+	}); err != nil {
+		return err
 	}
-	// A binding of another owner holds a name class blocked renders: its create is refused,
-	// the controller reads that name, rolls back what it created, then reads every name.
-	foreign := &admissionv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "poolsmith-default-blocked"}, Spec: admissionv1.MutatingAdmissionPolicyBindingSpec{PolicyName: "someone-elses"}}
+	// An AccessRule of another owner holds the name class blocked renders: its create is
+	// refused, the controller reads that name, rolls back what it created, then reads every
+	// name.
+	foreign := &v1alpha1.AccessRule{ObjectMeta: metav1.ObjectMeta{Name: "blocked"}, Spec: v1alpha1.AccessRuleSpec{Class: "someone-elses"}}
 	if err := env.Client.Create(ctx, foreign); err != nil {
 		return err
 	}
@@ -812,8 +788,7 @@ func (s *scenario) access(apply func(client.Object) error) error {
 			return false, err
 		}
 		pools, err := countChildren(&karpv1.NodePoolList{}, "blocked")
-		policies, perr := countChildren(&admissionv1.ValidatingAdmissionPolicyList{}, "blocked")
-		return pools+policies == 0, errors.Join(err, perr)
+		return pools == 0, err
 	}); err != nil {
 		return err
 	}
@@ -822,13 +797,14 @@ func (s *scenario) access(apply func(client.Object) error) error {
 			return err
 		}
 	}
-	// Dropping the rule deletes the validating pair.
+	// Dropping the rule leaves an AccessRule the access policy does not select.
 	if err := s.patchAndSync("restricted", `{"spec":{"access":null}}`); err != nil {
 		return err
 	}
-	return s.wait("restricted's ValidatingAdmissionPolicy deleted", func() (bool, error) {
-		n, err := countChildren(&admissionv1.ValidatingAdmissionPolicyList{}, "restricted")
-		return n == 0, err
+	return s.wait("restricted's AccessRule no longer restricted", func() (bool, error) {
+		got := &v1alpha1.AccessRule{}
+		err := env.Client.Get(ctx, client.ObjectKey{Name: "restricted"}, got)
+		return err == nil && got.Labels[v1alpha1.LabelRestricted] == "false" && len(got.Spec.Access) == 0, err
 	})
 }
 
@@ -888,10 +864,9 @@ func reset(t *testing.T) {
 			}
 		}
 	}
-	// No garbage collector runs here: children of deleted classes, admission policies
-	// included, are deleted by hand.
-	for _, o := range []client.Object{&v1alpha1.WorkloadClass{}, &v1alpha1.Baseline{}, &karpv1.NodePool{}, &karpv1alpha1.NodeOverlay{}, &awsv1.EC2NodeClass{},
-		&admissionv1.ValidatingAdmissionPolicy{}, &admissionv1.ValidatingAdmissionPolicyBinding{}, &admissionv1.MutatingAdmissionPolicy{}, &admissionv1.MutatingAdmissionPolicyBinding{}} {
+	// No garbage collector runs here: children of deleted classes, AccessRules included,
+	// are deleted by hand. The admission policies are the install's and stay.
+	for _, o := range []client.Object{&v1alpha1.WorkloadClass{}, &v1alpha1.Baseline{}, &karpv1.NodePool{}, &karpv1alpha1.NodeOverlay{}, &awsv1.EC2NodeClass{}, &v1alpha1.AccessRule{}} {
 		if err := env.Client.DeleteAllOf(ctx, o); err != nil && !apierrors.IsNotFound(err) {
 			t.Fatal(err)
 		}
@@ -998,4 +973,53 @@ func TestEveryChartRBACRuleIsNeeded(t *testing.T) {
 
 func TestEveryConfigDefaultRBACRuleIsNeeded(t *testing.T) {
 	everyGrantIsNeeded(t, kustomizeRBAC(t))
+}
+
+// writes are the verbs that change objects.
+var writes = map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true, "*": true}
+
+// No install lets the manager write an admission policy or binding: a compromised manager
+// must not be able to install one (RBAC cannot restrict create by name, and admission
+// policies never judge other admission-policy objects). The chart installs them once.
+func TestTheManagerWritesNoAdmissionPolicy(t *testing.T) {
+	for _, in := range []rbacInstall{chartRBAC(t), kustomizeRBAC(t)} {
+		for _, g := range grants(in.objs) {
+			if (g.Group == "admissionregistration.k8s.io" || g.Group == "*") && writes[g.Verb] {
+				t.Errorf("%s: %s", in.name, g)
+			}
+		}
+	}
+}
+
+// The signals refresh job may write only its pre-created ConfigMap, by name: no create.
+func TestTheRefreshJobWritesOnlyItsConfigMap(t *testing.T) {
+	out, err := helm(t, "template", "rbac", "charts/poolsmith", "--namespace", "poolsmith-chart", "--set", "signals.refresh.enabled=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := decode(t, "charts/poolsmith", out)
+	var job []manifest.Object
+	precreated := false
+	for _, o := range objs {
+		if strings.HasSuffix(o.GetName(), "-signals-refresh") && o.GetKind() == "Role" {
+			job = append(job, o)
+		}
+		if o.GetKind() == "ConfigMap" && o.GetName() == "poolsmith-signals" {
+			precreated = true
+		}
+	}
+	if len(job) != 1 {
+		t.Fatalf("found %d refresh-job Roles", len(job))
+	}
+	if !precreated {
+		t.Error("the chart does not pre-create the signals ConfigMap the job writes")
+	}
+	for _, g := range grants(job) {
+		if !writes[g.Verb] {
+			continue
+		}
+		if g.Resource != "configmaps" || g.ResourceNames != "poolsmith-signals" || (g.Verb != "update" && g.Verb != "patch") {
+			t.Errorf("the refresh job may %s", g)
+		}
+	}
 }
