@@ -11,8 +11,8 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
@@ -29,6 +29,7 @@ import (
 // own rules, which the in-process API server code is asked.
 func TestEveryIntegerIsBoundedByItsGoType(t *testing.T) {
 	types := map[string]reflect.Type{
+		"AccessRule":    reflect.TypeFor[v1alpha1.AccessRule](),
 		"Baseline":      reflect.TypeFor[v1alpha1.Baseline](),
 		"WorkloadClass": reflect.TypeFor[v1alpha1.WorkloadClass](),
 	}

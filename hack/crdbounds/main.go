@@ -97,4 +97,3 @@ func walk(s *apiextensionsv1.JSONSchemaProps) {
 }
 
 func ptr[T any](v T) *T { return &v }
-
