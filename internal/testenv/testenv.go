@@ -13,8 +13,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -85,7 +88,11 @@ func Start(opts ...Option) (*Env, error) {
 		return nil, fmt.Errorf("creating a client: %w", err)
 	}
 	if !o.noPolicies {
-		if err := InstallAdmissionPolicies(c); err != nil {
+		err := InstallAdmissionPolicies(c)
+		if err == nil {
+			err = awaitAdmissionPolicies(c)
+		}
+		if err != nil {
 			_ = env.Stop()
 			return nil, err
 		}
@@ -107,6 +114,28 @@ func InstallAdmissionPolicies(c client.Client) error {
 	}
 	return nil
 }
+
+// awaitAdmissionPolicies returns once the access policy no longer stands in the way of a
+// plain pod: until the API server's informer of the parameter kind has synced, the policy
+// (failurePolicy Fail) refuses every pod and workload, which a suite starting at once
+// would meet as a flake.
+func awaitAdmissionPolicies(c client.Client) error {
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "poolsmith-policy-probe", Namespace: metav1.NamespaceDefault},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+	var err error
+	for deadline := time.Now().Add(policySyncTimeout); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		err = c.Create(context.Background(), probe.DeepCopy(), client.DryRunAll)
+		if err == nil || !strings.Contains(err.Error(), render.AccessPolicyName) {
+			return nil
+		}
+	}
+	return fmt.Errorf("the access policy still refused a plain pod %s after it was installed: %w", policySyncTimeout, err)
+}
+
+// policySyncTimeout bounds the wait for the API server to enforce the installed policies.
+const policySyncTimeout = 2 * time.Minute
 
 // CRDDirs returns Poolsmith's generated CRD directory and Karpenter's.
 func CRDDirs() ([]string, error) {

@@ -375,7 +375,7 @@ func TestDockerfileMatchesTheChart(t *testing.T) {
 // charts/poolsmith-crd: the CRDs installed without it are adopted (the labels and
 // annotations Helm requires), installed by it, and kept when it is uninstalled.
 func TestCRDChartAdoptsUpgradesAndKeepsTheCRDs(t *testing.T) {
-	names := []string{"baselines.poolsmith.dev", "workloadclasses.poolsmith.dev"}
+	names := []string{"accessrules.poolsmith.dev", "baselines.poolsmith.dev", "workloadclasses.poolsmith.dev"}
 	for _, o := range decode(t, "charts/poolsmith-crd", mustHelm(t, "template", "poolsmith-crd", "charts/poolsmith-crd")) {
 		if o.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
 			t.Errorf("%s lacks helm.sh/resource-policy: keep; helm uninstall would delete every class", o.Where())

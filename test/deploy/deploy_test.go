@@ -63,11 +63,11 @@ func TestDefaultKustomizationIsAcceptedAndLeastPrivilege(t *testing.T) {
 			t.Errorf("%s rejected: %v", o.Where(), err)
 		}
 	}
-	if len(refresh) != 4 {
-		t.Errorf("config/samples/signals has %d objects, want 4", len(refresh))
+	if len(refresh) != 5 {
+		t.Errorf("config/samples/signals has %d objects, want 5", len(refresh))
 	}
 
-	for kind, want := range map[string]int{"Namespace": 1, "CustomResourceDefinition": 2, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 2, "RoleBinding": 2, "Deployment": 1} {
+	for kind, want := range map[string]int{"Namespace": 1, "CustomResourceDefinition": 3, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 2, "RoleBinding": 2, "Deployment": 1} {
 		if kinds[kind] != want {
 			t.Errorf("config/default has %d %s, want %d", kinds[kind], kind, want)
 		}
