@@ -44,6 +44,12 @@ type options struct {
 	noPolicies bool
 }
 
+// WithEnvironment changes the envtest environment before it starts, e.g. where the API
+// server's output goes.
+func WithEnvironment(f func(*envtest.Environment)) Option {
+	return func(o *options) { f(o.env) }
+}
+
 // WithoutAdmissionPolicies leaves out the admission policies Start installs as the chart
 // does (render.AdmissionPolicies), for a test of their install order.
 func WithoutAdmissionPolicies() Option {

@@ -104,13 +104,13 @@ func run(m *testing.M) int {
 	}
 	defer apiLog.Close()
 	env, err = testenv.Start(
-		func(e *envtest.Environment) {
+		testenv.WithEnvironment(func(e *envtest.Environment) {
 			api := e.ControlPlane.GetAPIServer()
 			api.Out, api.Err = apiLog, apiLog
 			// kube-apiserver stops serving at once on SIGTERM, but here its process lingers
 			// past envtest's 20 s; SIGKILL follows after this.
 			e.ControlPlaneStopTimeout = 5 * time.Second
-		},
+		}),
 		// The serving CA must survive an API server restart, or no client could reconnect.
 		testenv.WithAPIServerCertDir(certDir),
 		testenv.WithAPIServerFlag("audit-policy-file", policy),
