@@ -336,17 +336,7 @@ var _ = Describe("Access that cannot be escaped", Ordered, func() {
 
 		// A hand-written NodePool takes the name of a rung the edit adds: the family cannot
 		// be written. The same edit drops team-b.
-		foreign := &karpv1.NodePool{
-			ObjectMeta: metav1.ObjectMeta{Name: "blocked-spot-arm64"},
-			Spec: karpv1.NodePoolSpec{
-				Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
-					NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
-					Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}}},
-					ExpireAfter:  karpv1.MustParseNillableDuration("720h"),
-				}},
-				Disruption: karpv1.Disruption{ConsolidateAfter: karpv1.MustParseNillableDuration("0s"), ConsolidationPolicy: karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized},
-			},
-		}
+		foreign := foreignNodePool("blocked-spot-arm64", "arm64", nil)
 		create(foreign)
 		wc := get(&v1alpha1.WorkloadClass{}, "blocked")
 		wc.Spec.Architectures = []v1alpha1.Architecture{v1alpha1.ArchitectureAMD64, v1alpha1.ArchitectureARM64}

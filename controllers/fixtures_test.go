@@ -156,3 +156,19 @@ func newNodeClaim(class, pool string) *karpv1.NodeClaim {
 		},
 	}
 }
+
+// foreignNodePool is a hand-written NodePool, as another team would write it: Poolsmith
+// must never take it over.
+func foreignNodePool(name, arch string, labels map[string]string) *karpv1.NodePool {
+	return &karpv1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: karpv1.NodePoolSpec{
+			Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
+				NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
+				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{arch}}},
+				ExpireAfter:  karpv1.MustParseNillableDuration("720h"),
+			}},
+			Disruption: karpv1.Disruption{ConsolidateAfter: karpv1.MustParseNillableDuration("0s"), ConsolidationPolicy: karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized},
+		},
+	}
+}

@@ -236,18 +236,8 @@ var _ = Describe("WorkloadClass controller", func() {
 	})
 
 	It("leaves a colliding hand-written NodePool untouched and reports OwnershipConflict", func() {
-		foreign := &karpv1.NodePool{
-			ObjectMeta: metav1.ObjectMeta{Name: "collide-spot-amd64", Labels: map[string]string{"team": "hand-written"}},
-			Spec: karpv1.NodePoolSpec{
-				Weight: ptr.To[int32](3),
-				Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
-					NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
-					Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}},
-					ExpireAfter:  karpv1.MustParseNillableDuration("720h"),
-				}},
-				Disruption: karpv1.Disruption{ConsolidateAfter: karpv1.MustParseNillableDuration("0s"), ConsolidationPolicy: karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized},
-			},
-		}
+		foreign := foreignNodePool("collide-spot-amd64", "amd64", map[string]string{"team": "hand-written"})
+		foreign.Spec.Weight = ptr.To[int32](3)
 		create(foreign)
 		rv := get(&karpv1.NodePool{}, foreign.Name).ResourceVersion
 		create(newBaseline("collide"), newClass("collide", "collide"))
@@ -267,17 +257,7 @@ var _ = Describe("WorkloadClass controller", func() {
 	})
 
 	It("rolls back what a pass killed before its rollback left of a class that never synced", func() {
-		foreign := &karpv1.NodePool{
-			ObjectMeta: metav1.ObjectMeta{Name: "leftover-on-demand-amd64", Labels: map[string]string{"team": "hand-written"}},
-			Spec: karpv1.NodePoolSpec{
-				Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
-					NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
-					Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}},
-					ExpireAfter:  karpv1.MustParseNillableDuration("720h"),
-				}},
-				Disruption: karpv1.Disruption{ConsolidateAfter: karpv1.MustParseNillableDuration("0s"), ConsolidationPolicy: karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized},
-			},
-		}
+		foreign := foreignNodePool("leftover-on-demand-amd64", "amd64", map[string]string{"team": "hand-written"})
 		create(foreign)
 		rv := get(&karpv1.NodePool{}, foreign.Name).ResourceVersion
 		create(newBaseline("leftover"), newClass("leftover", "leftover"))
