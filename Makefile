@@ -11,7 +11,9 @@ BIN            := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen
 HELM           := $(BIN)/helm
 GINKGO         := $(BIN)/ginkgo
+CRD_REF_DOCS   := $(BIN)/crd-ref-docs
 CONTROLLER_TOOLS_VERSION := v0.23.0
+CRD_REF_DOCS_VERSION     := v0.3.0
 GINKGO_VERSION = $(shell GOTOOLCHAIN=$(GOTOOLCHAIN) go list -m -f '{{.Version}}' github.com/onsi/ginkgo/v2 2>/dev/null)
 
 # Fuzz time per target for `make fuzz`.
@@ -48,6 +50,12 @@ manifests: controller-gen ## Generate CRDs (int32 fields bounded by hack/crdboun
 generate: controller-gen ## Generate deepcopy methods for the API types.
 	$(CONTROLLER_GEN) object paths="./api/..."
 
+.PHONY: docs
+docs: crd-ref-docs ## Generate the API reference (docs/reference/api.md, from the Go types) and the CLI reference (docs/reference/cli/, from the cobra commands).
+	mkdir -p docs/reference
+	$(CRD_REF_DOCS) --log-level=ERROR --source-path=api/v1alpha1 --config=hack/refdocs/config.yaml --renderer=markdown --output-path=docs/reference/api.md
+	go run ./hack/clidocs docs/reference/cli
+
 .PHONY: catalog
 catalog: ## Regenerate the embedded instance catalog (internal/catalog) from its pinned sources.
 	cd hack/catalog && go run . -out ../../internal/catalog
@@ -61,10 +69,10 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: verify
-verify: manifests generate catalog fmt ## Regenerate everything and fail if the committed files are stale.
+verify: manifests generate docs catalog fmt ## Regenerate everything (the references in docs/ too) and fail if the committed files are stale.
 	@stale="$$(git diff --name-only; git ls-files --others --exclude-standard)"; \
 	if [ -n "$$stale" ]; then \
-	  echo "verify: generated or formatted files differ from what is committed; run 'make manifests generate fmt' and commit:"; \
+	  echo "verify: generated or formatted files differ from what is committed; run 'make manifests generate docs fmt' and commit:"; \
 	  echo "$$stale"; git --no-pager diff --stat; exit 1; fi
 	@echo "verify: generated files are current"
 
@@ -146,6 +154,11 @@ $(HELM): hack/helm/go.mod
 	    -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$$kminor \
 	    -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$$kminor" \
 	  helm.sh/helm/v3/cmd/helm
+
+.PHONY: crd-ref-docs
+crd-ref-docs: $(CRD_REF_DOCS) ## Install crd-ref-docs (the API reference generator) into bin/.
+$(CRD_REF_DOCS):
+	GOBIN=$(BIN) go install github.com/elastic/crd-ref-docs@$(CRD_REF_DOCS_VERSION)
 
 .PHONY: ginkgo
 ginkgo: $(GINKGO) ## Install the ginkgo CLI into bin/ (at go.mod's version).

@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 )
 
-// Exit codes, one scheme for every command, as the README documents them.
+// Exit codes, one scheme for every command, as docs/cli.md documents them.
 const (
 	ExitOK       = 0
 	ExitFindings = 1 // invalid input, lint errors, changes found
@@ -115,3 +116,7 @@ func writeJSON(w io.Writer, v any) error {
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
 }
+
+// Command is the command tree as `poolsmith` runs it, for tools that document it
+// (hack/clidocs writes docs/reference/cli from it).
+func Command() *cobra.Command { return newRootCommand(os.Stdin, os.Stdout, os.Stderr) }
