@@ -204,7 +204,7 @@ type WorkloadClassSpec struct {
 	FallbackExpireAfter *karpv1.NillableDuration `json:"fallbackExpireAfter,omitempty"`
 
 	// rebalance moves nodes from fallback rungs back up the ladder when the preferred rung
-	// can take them again. Off unless set here or on the Baseline; see the README.
+	// can take them again. Off unless set here or on the Baseline; see docs/rebalance.md.
 	// +optional
 	Rebalance *Rebalance `json:"rebalance,omitempty"`
 
@@ -536,7 +536,7 @@ type PodShape struct {
 }
 
 // NodeClassOverrides are the EC2NodeClass fields a WorkloadClass may set on top of its
-// Baseline. See the merge rules in the README.
+// Baseline. See the merge rules in docs/concepts.md.
 // +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || has(self.amiSelectorTerms)",message="nodeClass.amiFamily may only be set together with nodeClass.amiSelectorTerms"
 type NodeClassOverrides struct {
 	// amiSelectorTerms replace the Baseline's AMI selection as a whole.
@@ -619,7 +619,7 @@ type WorkloadClassStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions are Synced, Ready and SignalsCurrent; see the README.
+	// conditions are Synced, Ready, SignalsCurrent and Access; see docs/controller.md.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

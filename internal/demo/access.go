@@ -15,7 +15,7 @@ import (
 	"github.com/poolsmith/poolsmith/internal/render"
 )
 
-// restrictedClass is a GPU class only namespace ml may use (the README's Access example).
+// restrictedClass is a GPU class only namespace ml may use (the Access example in docs/access.md).
 const restrictedClass = "gpu-ml"
 
 // showAccess applies a restricted class, then asks the API server to admit a pod that

@@ -443,7 +443,7 @@ func pruneSteps(in Input) ([]Step, error) {
 	}
 	// The AccessRule holds no nodes either: one no longer rendered is deleted under every
 	// prune policy, or it would go on enforcing. With --access-policies=false it is not
-	// listed at all, so not pruned (see the README).
+	// listed at all, so not pruned (see docs/controller.md).
 	wantedPolicies := map[string]bool{}
 	for _, pol := range in.Result.Policies {
 		wantedPolicies[KindOf(pol)+"/"+pol.GetName()] = true

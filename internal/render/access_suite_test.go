@@ -249,7 +249,7 @@ func podCreateLatency(pod *unstructured.Unstructured, n int) (median, p95 time.D
 	return took[n/2], took[n*95/100]
 }
 
-// A measurement, not a timed test: the README quotes its figures (go test ./internal/render
+// A measurement, not a timed test: docs/access.md quotes its figures (go test ./internal/render
 // -run TestRender -ginkgo.focus "500 restricted").
 var _ = Describe("Pod admission with 500 restricted classes", func() {
 	It("is measured against the bare API server", func() {

@@ -42,7 +42,7 @@ const OS = "linux"
 // on GPU nodes.
 const GPUTaintKey = "nvidia.com/gpu"
 
-// Profiles documents every profile's defaults; the README's profile table mirrors it.
+// Profiles documents every profile's defaults; the profile table in docs/concepts.md mirrors it.
 //
 //	profile          arch          capacity         shape                        disruption                 lifetime
 //	General          arm64, amd64  spot, on-demand  c/m/r, generation >= 6       WhenEmptyOrUnderutilized 1m  720h, fallback 24h

@@ -33,7 +33,7 @@ var RiskPenalty = map[catalog.Bucket]float64{
 // provider passes to one EC2 Fleet launch (maxInstanceTypes in its instance provider), so
 // the sample is what a launch could choose from. The rung's price is the sample's median
 // (the lower median: a real type's price), which one odd type moves by at most one
-// neighbour; see the README's Weights section for the figures behind the choice.
+// neighbour; see docs/ladder.md, Weights, for the figures behind the choice.
 const RungSample = 60
 
 // rungCost is what a rung's nodes cost per unit of what the class buys.

@@ -371,7 +371,7 @@ func TestDockerfileMatchesTheChart(t *testing.T) {
 	}
 }
 
-// TestCRDChartAdoptsUpgradesAndKeepsTheCRDs follows README's path from crds/ to
+// TestCRDChartAdoptsUpgradesAndKeepsTheCRDs follows docs/deploying.md's path from crds/ to
 // charts/poolsmith-crd: the CRDs installed without it are adopted (the labels and
 // annotations Helm requires), installed by it, and kept when it is uninstalled.
 func TestCRDChartAdoptsUpgradesAndKeepsTheCRDs(t *testing.T) {
@@ -382,7 +382,7 @@ func TestCRDChartAdoptsUpgradesAndKeepsTheCRDs(t *testing.T) {
 		}
 	}
 	if _, err := helm(t, "install", "poolsmith-crd", "charts/poolsmith-crd", "--namespace", "default"); err == nil {
-		t.Fatal("helm installed poolsmith-crd over CRDs it does not own; README says adoption is needed")
+		t.Fatal("helm installed poolsmith-crd over CRDs it does not own; docs/deploying.md says adoption is needed")
 	}
 	for _, name := range names {
 		patch := `{"metadata":{"labels":{"app.kubernetes.io/managed-by":"Helm"},"annotations":{"meta.helm.sh/release-name":"poolsmith-crd","meta.helm.sh/release-namespace":"default"}}}`

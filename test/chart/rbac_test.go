@@ -730,7 +730,7 @@ func (s *scenario) rebalance(apply func(client.Object) error) error {
 	})
 }
 
-// access drives the AccessRules (the Access section of the README), the parameters of the
+// access drives the AccessRules (docs/access.md), the parameters of the
 // admission policies the chart installs: a restricted class gets its AccessRule and its
 // Access condition from the cached namespaces (create, list, watch); a hand edit to the
 // rule is reverted (update); a foreign AccessRule holding another class's name makes the
