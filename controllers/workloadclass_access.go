@@ -37,7 +37,7 @@ func classForNamespace(_ context.Context, obj client.Object) []reconcile.Request
 // setAccess reports whether the class's access rule is enforced and which namespaces name
 // it their default; a default namespace the rule excludes is an error on the class.
 func (r *WorkloadClassReconciler) setAccess(ctx context.Context, wc *v1alpha1.WorkloadClass) error {
-	if r.NoAccessPolicies {
+	if !r.Capabilities.AccessRules() {
 		setCondition(wc, v1alpha1.ConditionAccess, metav1.ConditionFalse, v1alpha1.ReasonAccessDisabled,
 			"the manager runs with --access-policies=false: spec.access and namespace defaults are not enforced")
 		return nil
@@ -59,7 +59,7 @@ func (r *WorkloadClassReconciler) setAccess(ctx context.Context, wc *v1alpha1.Wo
 	case len(excluded) > 0:
 		setCondition(wc, v1alpha1.ConditionAccess, metav1.ConditionFalse, v1alpha1.ReasonDefaultExcluded,
 			fmt.Sprintf("namespaces %s name this class their default (%s) but spec.access excludes them: their pods get no defaults from it", strings.Join(excluded, ", "), v1alpha1.LabelDefaultClass))
-	case r.NoDefaultPolicies:
+	case r.Capabilities.NoDefaultPolicies:
 		setCondition(wc, v1alpha1.ConditionAccess, metav1.ConditionFalse, v1alpha1.ReasonDefaultsUnavailable,
 			"the API server does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy: namespace defaults ("+v1alpha1.LabelDefaultClass+") are not applied; access rules are still enforced"+defaultsFor(defaults))
 	case wc.Spec.Access == nil:
@@ -87,7 +87,7 @@ func defaultsFor(namespaces []string) string {
 // render; the rule is then kept from the live one. It reports whether enforcement lags the
 // spec, and sets the Access condition when it does.
 func (r *WorkloadClassReconciler) enforceBlocked(ctx context.Context, wc *v1alpha1.WorkloadClass, res *render.Result, reason string) error {
-	if r.NoAccessPolicies {
+	if !r.Capabilities.AccessRules() {
 		return nil
 	}
 	live := &v1alpha1.AccessRule{}

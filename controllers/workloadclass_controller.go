@@ -29,6 +29,7 @@ import (
 	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/capabilities"
 	"github.com/poolsmith/poolsmith/internal/decode"
 	"github.com/poolsmith/poolsmith/internal/observe"
 	"github.com/poolsmith/poolsmith/internal/plan"
@@ -63,15 +64,11 @@ type WorkloadClassReconciler struct {
 	MaxConcurrentReconciles int
 	// Signals supplies the region and spot signals cost strategies price with.
 	Signals *CostSignals
-	// NodeOverlays enables rendering NodeOverlays; their CRD must be installed.
-	NodeOverlays bool
 	// Validator judges every write before the first one; nil means the CRDs'.
 	Validator plan.Validator
-	// NoAccessPolicies turns spec.access and namespace defaults off (--access-policies=false).
-	NoAccessPolicies bool
-	// NoDefaultPolicies: the API server does not serve MutatingAdmissionPolicy, so the
-	// chart installs no defaults policy (reported in the Access condition).
-	NoDefaultPolicies bool
+	// Capabilities are what the cluster serves and the operator enables (NodeOverlays,
+	// AccessRules, namespace defaults), built once by the operator.
+	Capabilities capabilities.Capabilities
 
 	// taken holds the UIDs of classes whose last pass met a name held by another object.
 	taken sync.Map
@@ -337,10 +334,10 @@ var specOrDeletion = predicate.Or(predicate.GenerationChangedPredicate{}, predic
 // SetupWithManager watches classes, their children, and the Baselines they reference.
 func (r *WorkloadClassReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr)
-	if r.NodeOverlays {
+	if r.Capabilities.NodeOverlays {
 		b = b.Owns(&karpv1alpha1.NodeOverlay{})
 	}
-	if !r.NoAccessPolicies {
+	if r.Capabilities.AccessRules() {
 		b = b.Owns(&v1alpha1.AccessRule{}).
 			// The cache holds only namespaces that name a default class (see internal/operator).
 			Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(classForNamespace))

@@ -29,8 +29,8 @@ func (r *WorkloadClassReconciler) cluster(wc *v1alpha1.WorkloadClass) observe.Cl
 	// The status the cache holds may trail a conflict the last pass met: remember it too.
 	_, met := r.taken.Load(wc.UID)
 	conflicted := met || (c != nil && c.Reason == v1alpha1.ReasonOwnershipConflict)
-	return observe.Cluster{Cached: r.Client, Direct: r.APIReader, NodeOverlays: r.NodeOverlays, Validator: r.Validator, Lazy: !conflicted, Memo: &r.memo,
-		NoAccessPolicies: r.NoAccessPolicies}
+	return observe.Cluster{Cached: r.Client, Direct: r.APIReader, Validator: r.Validator, Lazy: !conflicted, Memo: &r.memo,
+		Capabilities: r.Capabilities}
 }
 
 // execute carries out a validated plan: the EC2NodeClass, then the NodePools, then the

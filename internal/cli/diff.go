@@ -17,6 +17,7 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/controllers"
+	"github.com/poolsmith/poolsmith/internal/capabilities"
 	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/decode"
 	"github.com/poolsmith/poolsmith/internal/diff"
@@ -93,7 +94,7 @@ func runDiff(c *cobra.Command, flags *diffFlags) error {
 		return err
 	}
 	fmt.Fprintf(c.ErrOrStderr(), "signals: %s: %s\n", freshness.Reason, freshness.Message)
-	cluster := observe.Cluster{Cached: cl, Direct: cl, NodeOverlays: flags.nodeOverlays, NoAccessPolicies: !flags.accessPolicies}
+	cluster := observe.Cluster{Cached: cl, Direct: cl, Capabilities: capabilities.Capabilities{NodeOverlays: flags.nodeOverlays, NoAccessPolicies: !flags.accessPolicies}}
 	d := differ{cluster: cluster, reader: cl, in: in,
 		opts: render.Options{Region: flags.region, Catalog: cat}, w: c.OutOrStdout()}
 	changed, err := d.run(ctx)

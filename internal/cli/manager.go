@@ -46,7 +46,7 @@ func (f *managerFlags) register(c *cobra.Command) {
 	fs.IntVar(&f.Burst, "kube-api-burst", 100, "burst of queries to the API server")
 	fs.StringVar(&f.Region, "region", catalog.DefaultRegion, "the cluster's AWS region: selects the prices and spot signals cost weights use")
 	fs.StringVar(&f.signalsConfigMap, "signals-configmap", operator.DefaultSignalsConfigMap.String(), "NAMESPACE/NAME of the ConfigMap holding the Spot Instance Advisor feed; it is watched")
-	fs.BoolVar(&f.NodeOverlays, "node-overlays", false, "let classes render NodeOverlays (weighting.nodeOverlays); needs Karpenter's NodeOverlay CRD and feature gate")
+	fs.BoolVar(&f.Capabilities.NodeOverlays, "node-overlays", false, "let classes render NodeOverlays (weighting.nodeOverlays); needs Karpenter's NodeOverlay CRD and feature gate")
 	fs.BoolVar(&f.accessPolicies, "access-policies", true, "enforce spec.access and namespace default classes: write each class's AccessRule, the parameter of the admission policies the chart installs; false writes none (AccessRules written earlier stay enforced until they or their class are deleted)")
 	fs.DurationVar(&f.SignalsMaxAge, "signals-max-age", operator.DefaultSignalsMaxAge, "how old spot signals may be before they count as stale and the catalog is used instead")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
@@ -84,7 +84,7 @@ func runManager(c *cobra.Command, flags *managerFlags) error {
 		return usageError{fmt.Errorf("--signals-configmap %q must be NAMESPACE/NAME", flags.signalsConfigMap)}
 	}
 	flags.SignalsConfigMap = types.NamespacedName{Namespace: ns, Name: name}
-	flags.NoAccessPolicies = !flags.accessPolicies
+	flags.Capabilities.NoAccessPolicies = !flags.accessPolicies
 	ctx := ctrl.SetupSignalHandler()
 	mgr, err := operator.New(ctx, cfg, flags.Options)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/poolsmith/poolsmith/internal/capabilities"
 	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/fakeec2"
 	"github.com/poolsmith/poolsmith/internal/fakekubelet"
@@ -165,7 +166,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	c.done.Go(func() { kubelet.Run(runCtx) })
 
 	mgr, err := operator.New(runCtx, env.Config, operator.Options{
-		MetricsAddr: "0", ProbeAddr: "0", MaxConcurrentReconciles: 4, NodeOverlays: opts.NodeOverlays, Region: cloud.Region(),
+		MetricsAddr: "0", ProbeAddr: "0", MaxConcurrentReconciles: 4, Capabilities: capabilities.Capabilities{NodeOverlays: opts.NodeOverlays}, Region: cloud.Region(),
 	})
 	if err != nil {
 		return c, err

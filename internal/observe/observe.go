@@ -22,6 +22,7 @@ import (
 	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/capabilities"
 	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/validate"
@@ -33,11 +34,9 @@ type Cluster struct {
 	Cached client.Reader
 	// Direct reads past the cache, for rendered names the cache does not hold.
 	Direct client.Reader
-	// NodeOverlays is true when the NodeOverlay CRD is served and overlays are managed.
-	NodeOverlays bool
-	// NoAccessPolicies is true when the manager runs with --access-policies=false: no
-	// AccessRule is rendered, listed or pruned.
-	NoAccessPolicies bool
+	// Capabilities say whether NodeOverlays are managed and whether AccessRules are
+	// rendered, listed and pruned.
+	Capabilities capabilities.Capabilities
 	// Validator judges every write; nil means Karpenter's and Poolsmith's CRDs
 	// (validate.Default).
 	Validator plan.Validator
@@ -64,7 +63,7 @@ func (c Cluster) Children(ctx context.Context, wc *v1alpha1.WorkloadClass) (plan
 		return live, err
 	}
 	live.NodeClaims = claims
-	if c.NodeOverlays {
+	if c.Capabilities.NodeOverlays {
 		overlays := &karpv1alpha1.NodeOverlayList{}
 		if err := c.Cached.List(ctx, overlays, owned); err != nil {
 			return live, fmt.Errorf("listing NodeOverlays of WorkloadClass %s: %w", wc.Name, err)
@@ -80,7 +79,7 @@ func (c Cluster) Children(ctx context.Context, wc *v1alpha1.WorkloadClass) (plan
 		return live, fmt.Errorf("getting EC2NodeClass %s: %w", wc.Name, err)
 	}
 	live.Policies = map[string]client.Object{}
-	if c.NoAccessPolicies {
+	if !c.Capabilities.AccessRules() {
 		return live, nil
 	}
 	// The AccessRule is named after the class, like the EC2NodeClass.
@@ -215,7 +214,7 @@ func (c Cluster) Plan(ctx context.Context, wc *v1alpha1.WorkloadClass, baseline 
 		return nil, err
 	}
 	opts.Usage = live.Usage()
-	opts.NoAccessPolicies = c.NoAccessPolicies
+	opts.Capabilities = c.Capabilities
 	res, err := render.Render(baseline, wc, opts)
 	if err != nil {
 		return nil, err
@@ -223,7 +222,7 @@ func (c Cluster) Plan(ctx context.Context, wc *v1alpha1.WorkloadClass, baseline 
 	if err := c.existingRungs(ctx, res, live); err != nil {
 		return nil, err
 	}
-	if len(res.NodeOverlays) > 0 && !c.NodeOverlays {
+	if len(res.NodeOverlays) > 0 && !c.Capabilities.NodeOverlays {
 		return nil, render.Errors{{Reason: v1alpha1.ReasonInvalidSpec, Field: "spec.weighting.nodeOverlays", Message: overlaysOff}}
 	}
 	crds, err := validate.Default()

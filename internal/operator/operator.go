@@ -30,6 +30,7 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/controllers"
+	"github.com/poolsmith/poolsmith/internal/capabilities"
 	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/decode"
 	"github.com/poolsmith/poolsmith/internal/observe"
@@ -67,11 +68,9 @@ type Options struct {
 	SignalsMaxAge time.Duration
 	// Now is the controller's clock (tests); time.Now when nil.
 	Now func() time.Time
-	// NodeOverlays lets classes render NodeOverlays; Karpenter's NodeOverlay CRD must exist.
-	NodeOverlays bool
-	// NoAccessPolicies turns off spec.access and namespace defaults (--access-policies=false):
-	// no admission policy is rendered, cached or written.
-	NoAccessPolicies bool
+	// Capabilities are the switches the flags set (NodeOverlays, NoAccessPolicies); New
+	// adds what discovery finds (NoDefaultPolicies) and passes the one value down.
+	Capabilities capabilities.Capabilities
 }
 
 // Defaults for Options.
@@ -121,16 +120,17 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 			Field:      fields.OneTermEqualSelector("metadata.name", opts.SignalsConfigMap.Name),
 		},
 	}
-	if opts.NodeOverlays {
+	caps := opts.Capabilities
+	if caps.NodeOverlays {
 		byObject[&karpv1alpha1.NodeOverlay{}] = cache.ByObject{Label: managed}
 	}
-	noDefaults := true
-	if !opts.NoAccessPolicies {
+	caps.NoDefaultPolicies = true
+	if caps.AccessRules() {
 		served, err := servesMutatingPolicies(cfg)
 		if err != nil {
 			return nil, err
 		}
-		noDefaults = !served
+		caps.NoDefaultPolicies = !served
 		byObject[&v1alpha1.AccessRule{}] = cache.ByObject{Label: managed}
 		// Only namespaces that name a default class.
 		defaults, err := labels.Parse(v1alpha1.LabelDefaultClass)
@@ -201,10 +201,8 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		Recorder:                mgr.GetEventRecorder("poolsmith"),
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		Signals:                 costSignals,
-		NodeOverlays:            opts.NodeOverlays,
 		Validator:               opts.Validator,
-		NoAccessPolicies:        opts.NoAccessPolicies,
-		NoDefaultPolicies:       noDefaults,
+		Capabilities:            caps,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the WorkloadClass controller: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/capabilities"
 	"github.com/poolsmith/poolsmith/internal/operator"
 	"github.com/poolsmith/poolsmith/internal/testenv"
 )
@@ -70,7 +71,7 @@ func TestAccessOnAControlPlaneWithoutMutatingAdmissionPolicy(t *testing.T) {
 	}
 	stop()
 
-	stop = run(t, env, operator.Options{NoAccessPolicies: true})
+	stop = run(t, env, operator.Options{Capabilities: capabilities.Capabilities{NoAccessPolicies: true}})
 	defer stop()
 	waitAccess(t, c, v1alpha1.ReasonAccessDisabled)
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/capabilities"
 	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/validate"
 )
@@ -84,7 +85,7 @@ func TestOpenClassRendersAnUnrestrictedAccessRule(t *testing.T) {
 
 func TestAccessPoliciesCanBeTurnedOff(t *testing.T) {
 	wc := class("gpu", v1alpha1.ProfileGPU, withAccess("ml-train"))
-	res, err := render.Render(baseline(), wc, render.Options{NoAccessPolicies: true})
+	res, err := render.Render(baseline(), wc, render.Options{Capabilities: capabilities.Capabilities{NoAccessPolicies: true}})
 	if err != nil || len(res.Policies) != 0 {
 		t.Fatalf("NoAccessPolicies: %v, %d policies", err, len(res.Policies))
 	}

@@ -44,5 +44,5 @@
 // workload pod templates of other namespaces that could land on a restricted class, and
 // poolsmith-default gives pods of namespaces labelled poolsmith.dev/default-class=<class>
 // the class's nodeSelector and tolerations (access.go). The manager writes no admission
-// policy. Options.NoAccessPolicies leaves the AccessRule out.
+// policy. Options.Capabilities.NoAccessPolicies leaves the AccessRule out.
 package render

@@ -14,6 +14,7 @@ import (
 	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/capabilities"
 	"github.com/poolsmith/poolsmith/internal/catalog"
 )
 
@@ -35,9 +36,10 @@ type Options struct {
 	// Catalog replaces the embedded instance catalog: the priced catalog signals give
 	// (signals.Apply), or a test's.
 	Catalog *catalog.Catalog
-	// NoAccessPolicies renders no AccessRule (the manager's --access-policies=false);
-	// spec.access is then neither checked nor enforced.
-	NoAccessPolicies bool
+	// Capabilities are what the cluster serves and the operator enables: without access
+	// policies (the manager's --access-policies=false) no AccessRule is rendered and
+	// spec.access is neither checked nor enforced.
+	Capabilities capabilities.Capabilities
 }
 
 // Result is a rendered NodePool family.
@@ -55,7 +57,7 @@ type Result struct {
 	NodeOverlays []*karpv1alpha1.NodeOverlay
 	// Policies hold the class's AccessRule: the parameter by which the admission policies
 	// the chart installs (AdmissionPolicies) enforce spec.access and apply namespace
-	// defaults. Empty with Options.NoAccessPolicies.
+	// defaults. Empty with Options.Capabilities.NoAccessPolicies.
 	Policies []client.Object
 	Rungs    []Rung
 	// Provenance has every field of the EC2NodeClass and then of each NodePool.
@@ -146,7 +148,7 @@ func Render(baseline *v1alpha1.Baseline, class *v1alpha1.WorkloadClass, opts Opt
 	nodeClass := r.renderNodeClass()
 	tmpl := r.template()
 	rungs := r.ladder(tmpl)
-	if !opts.NoAccessPolicies {
+	if opts.Capabilities.AccessRules() {
 		r.checkAccess(tmpl)
 	}
 	if len(r.errs) > 0 {
@@ -177,7 +179,7 @@ func Render(baseline *v1alpha1.Baseline, class *v1alpha1.WorkloadClass, opts Opt
 		res.NodeOverlays = append(res.NodeOverlays, ov)
 		res.Provenance = append(res.Provenance, trace("NodeOverlay/"+ov.Name, doc, overlayOrigins[i])...)
 	}
-	if !opts.NoAccessPolicies {
+	if opts.Capabilities.AccessRules() {
 		rule := r.accessRule(tmpl, rungs)
 		doc, err := CleanJSON(rule)
 		if err != nil {

@@ -32,6 +32,7 @@ import (
 	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/capabilities"
 	"github.com/poolsmith/poolsmith/internal/manifest"
 	"github.com/poolsmith/poolsmith/internal/operator"
 	"github.com/poolsmith/poolsmith/internal/signals"
@@ -335,7 +336,7 @@ func (s *scenario) run() error {
 	mgr, err := operator.New(mctx, cfg, operator.Options{
 		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
 		LeaderElection: true, LeaderElectionNamespace: in.sa.Namespace,
-		SignalsConfigMap: in.signals, NodeOverlays: true, MaxConcurrentReconciles: 4,
+		SignalsConfigMap: in.signals, Capabilities: capabilities.Capabilities{NodeOverlays: true}, MaxConcurrentReconciles: 4,
 	})
 	if err != nil {
 		cancel()

@@ -1,0 +1,28 @@
+// Package capabilities is what the cluster serves and what the operator enables, as one
+// value: built once, by the operator at start (its flags, then discovery) or by the CLI
+// (its flags), and passed down unchanged to the reconcilers, observe and the renderer, in
+// the spirit of Karpenter's FeatureGates options. A new switch (CapacityBuffer, ...) is a
+// field here, not a parameter threaded through every layer.
+//
+// The zero value is the default manager: AccessRules written, namespace defaults applied,
+// no NodeOverlays.
+package capabilities
+
+// Capabilities says which optional children a class may render and which admission
+// policies enforce what it renders.
+type Capabilities struct {
+	// NodeOverlays lets classes render NodeOverlays (weighting.nodeOverlays): the manager's
+	// --node-overlays, which needs Karpenter's NodeOverlay CRD and feature gate. Without
+	// it, a class that asks for overlays is refused (InvalidSpec) and none is cached.
+	NodeOverlays bool
+	// NoAccessPolicies is the manager's --access-policies=false: no AccessRule is rendered,
+	// cached, written or pruned, so spec.access and namespace defaults are not enforced.
+	NoAccessPolicies bool
+	// NoDefaultPolicies: the API server does not serve MutatingAdmissionPolicy, so the
+	// chart installs no namespace-default policy (the Access condition says so).
+	// Discovered by the operator, never set by a flag.
+	NoDefaultPolicies bool
+}
+
+// AccessRules reports whether classes render, and the manager keeps, AccessRules.
+func (c Capabilities) AccessRules() bool { return !c.NoAccessPolicies }
