@@ -12,7 +12,6 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
-	"github.com/poolsmith/poolsmith/controllers"
 	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/operator"
 	"github.com/poolsmith/poolsmith/internal/render"
@@ -161,7 +160,7 @@ var _ = Describe("Spot signals", Ordered, func() {
 	})
 
 	It("reports Missing for a region the catalog has no prices for", func() {
-		s := &controllers.CostSignals{ConfigMap: types.NamespacedName{Namespace: "poolsmith-system", Name: "poolsmith-signals"}, Region: "ap-south-9", MaxAge: time.Hour}
+		s := &signals.Provider{ConfigMap: types.NamespacedName{Namespace: "poolsmith-system", Name: "poolsmith-signals"}, Region: "ap-south-9", MaxAge: time.Hour}
 		_, fresh, err := s.Catalog(ctx, env.Client)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(fresh.Reason).To(Equal(v1alpha1.ReasonMissing))

@@ -34,6 +34,7 @@ import (
 	"github.com/poolsmith/poolsmith/internal/observe"
 	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/render"
+	"github.com/poolsmith/poolsmith/internal/signals"
 )
 
 // FieldManager is the one server-side apply field manager Poolsmith writes children with.
@@ -63,7 +64,7 @@ type WorkloadClassReconciler struct {
 	Recorder                events.EventRecorder
 	MaxConcurrentReconciles int
 	// Signals supplies the region and spot signals cost strategies price with.
-	Signals *CostSignals
+	Signals *signals.Provider
 	// Validator judges every write before the first one; nil means the CRDs'.
 	Validator plan.Validator
 	// Capabilities are what the cluster serves and the operator enables (NodeOverlays,
@@ -251,7 +252,7 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 	}
 	setSignalsCondition(wc, freshness, res.CostBased)
 	wc.Status.ObservedGeneration = wc.Generation
-	return requeueForStaleness(ctrl.Result{}, freshness, r.Signals.now()), nil
+	return requeueForStaleness(ctrl.Result{}, freshness, r.Signals.Clock()), nil
 }
 
 // finalize deletes the class's NodePools, then its EC2NodeClass, then lets the class go.

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
-	"github.com/poolsmith/poolsmith/controllers"
 	"github.com/poolsmith/poolsmith/internal/capabilities"
 	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/decode"
@@ -25,6 +24,7 @@ import (
 	"github.com/poolsmith/poolsmith/internal/operator"
 	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/render"
+	"github.com/poolsmith/poolsmith/internal/signals"
 	"github.com/poolsmith/poolsmith/internal/validate"
 )
 
@@ -88,8 +88,8 @@ func runDiff(c *cobra.Command, flags *diffFlags) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	signals := &controllers.CostSignals{ConfigMap: types.NamespacedName{Namespace: ns, Name: name}, Region: flags.region, MaxAge: flags.signalsMaxAge}
-	cat, freshness, err := signals.Catalog(ctx, cl)
+	provider := &signals.Provider{ConfigMap: types.NamespacedName{Namespace: ns, Name: name}, Region: flags.region, MaxAge: flags.signalsMaxAge}
+	cat, freshness, err := provider.Catalog(ctx, cl)
 	if err != nil {
 		return err
 	}

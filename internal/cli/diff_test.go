@@ -149,7 +149,7 @@ func reconcileOnce(t *testing.T, env *testenv.Env, class string) []string {
 	}
 	rec := &recorder{}
 	r := &controllers.WorkloadClassReconciler{Client: rec.client(cl), APIReader: cl,
-		Signals: &controllers.CostSignals{ConfigMap: operator.DefaultSignalsConfigMap, Region: "us-east-1", MaxAge: operator.DefaultSignalsMaxAge}}
+		Signals: &signals.Provider{ConfigMap: operator.DefaultSignalsConfigMap, Region: "us-east-1", MaxAge: operator.DefaultSignalsMaxAge}}
 	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: class}}); err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/rebalance"
 	"github.com/poolsmith/poolsmith/internal/scheme"
+	"github.com/poolsmith/poolsmith/internal/signals"
 )
 
 // Options configure the manager; the manager command's flags fill them.
@@ -194,7 +195,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if err := controllers.IndexBaselineName(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("indexing WorkloadClasses by Baseline: %w", err)
 	}
-	costSignals := &controllers.CostSignals{ConfigMap: opts.SignalsConfigMap, Region: opts.Region, MaxAge: opts.SignalsMaxAge, Now: opts.Now}
+	costSignals := &signals.Provider{ConfigMap: opts.SignalsConfigMap, Region: opts.Region, MaxAge: opts.SignalsMaxAge, Now: opts.Now}
 	if err := (&controllers.WorkloadClassReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
