@@ -35,7 +35,6 @@ import (
 	"github.com/poolsmith/poolsmith/internal/decode"
 	"github.com/poolsmith/poolsmith/internal/observe"
 	"github.com/poolsmith/poolsmith/internal/plan"
-	"github.com/poolsmith/poolsmith/internal/rebalance"
 	"github.com/poolsmith/poolsmith/internal/scheme"
 	"github.com/poolsmith/poolsmith/internal/signals"
 )
@@ -207,7 +206,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the WorkloadClass controller: %w", err)
 	}
-	if err := (&rebalance.Reconciler{
+	if err := (&controllers.RebalanceReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("poolsmith"),
 		Signals: costSignals, Region: opts.Region, Now: opts.Now,
 	}).SetupWithManager(mgr); err != nil {

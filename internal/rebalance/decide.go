@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 )
@@ -139,7 +140,7 @@ func Decide(in Input) Pass {
 		}
 		switch {
 		case len(st.Moving) > 0 && out.Slots <= 0:
-			st.Message = fmt.Sprintf("moving %s (maxConcurrent %s)", movingNames(st.Moving), in.Settings.MaxConcurrent.String())
+			st.Message = fmt.Sprintf("moving %s (maxConcurrent %s)", MovingNames(st.Moving), in.Settings.MaxConcurrent.String())
 		case len(out.Candidates) == 0 && len(young) > 0:
 			st.Message = fmt.Sprintf("%d nodes on fallback rungs, none has run there for %s yet", len(young), in.Settings.After)
 			out.RequeueAfter = min(out.RequeueAfter, in.Settings.After-in.Now.Sub(young[0].Created)+time.Second)
@@ -185,7 +186,8 @@ func fail(st *v1alpha1.RebalanceStatus, in Input, m v1alpha1.RebalanceMove, why 
 	return Outcome{Move: m, Reason: v1alpha1.ReasonRebalanceFailed, Message: fmt.Sprintf("%s; no node moves for %s", why, quiet)}
 }
 
-func movingNames(moves []v1alpha1.RebalanceMove) string {
+// MovingNames lists moves as "claim (from -> to)" for status and events.
+func MovingNames(moves []v1alpha1.RebalanceMove) string {
 	var names []string
 	for _, m := range moves {
 		names = append(names, m.NodeClaim+" ("+m.From+" -> "+m.To+")")
@@ -207,4 +209,9 @@ func topWeight(rungs []Rung) int32 {
 		top = max(top, r.Weight)
 	}
 	return top
+}
+
+// IsMarked says whether the NodeClaim carries Poolsmith's drift mark: it is being moved.
+func IsMarked(nc *karpv1.NodeClaim) bool {
+	return nc.Annotations[karpv1.NodePoolHashAnnotationKey] == v1alpha1.RebalanceDriftHash
 }

@@ -1,8 +1,8 @@
 // Package rebalance moves a WorkloadClass's nodes from fallback rungs back up its ladder
 // when the preferred rung can be expected to launch (spec.rebalance). Deciding is pure
 // (Settings, Decide, Settle, the evidence helpers) and tested without a cluster; the
-// Reconciler reads the cluster, marks the chosen NodeClaims drifted and writes
-// status.rebalance.
+// RebalanceReconciler in controllers/ reads the cluster, marks the chosen NodeClaims
+// drifted and writes status.rebalance.
 //
 // The mechanism is Karpenter's own static drift: a NodeClaim whose
 // karpenter.sh/nodepool-hash annotation differs from its NodePool's (with the same

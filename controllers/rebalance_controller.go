@@ -1,4 +1,4 @@
-package rebalance
+package controllers
 
 import (
 	"context"
@@ -25,28 +25,23 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
-	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/decode"
+	"github.com/poolsmith/poolsmith/internal/rebalance"
 	"github.com/poolsmith/poolsmith/internal/signals"
 )
 
 // examinedPerPass bounds the candidates whose pods are read in one pass.
 const examinedPerPass = 5
 
-// Signals supplies the catalog with the current spot signals applied, and their freshness.
-type Signals interface {
-	Catalog(ctx context.Context, c client.Reader) (*catalog.Catalog, signals.Freshness, error)
-}
-
-// Reconciler carries out spec.rebalance for each WorkloadClass.
-type Reconciler struct {
+// RebalanceReconciler carries out spec.rebalance for each WorkloadClass.
+type RebalanceReconciler struct {
 	// Client reads the cache: classes, Baselines, the classes' NodePools and NodeClaims.
 	client.Client
 	// APIReader reads pods, nodes, PodDisruptionBudgets and events past the cache, and
 	// only for nodes about to move: they are not cached.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
-	Signals   Signals
+	Signals   *signals.Provider
 	Region    string
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
@@ -61,11 +56,11 @@ type Reconciler struct {
 
 // Reconcile settles finished moves, then starts moves up the ladder where the evidence
 // allows, and writes status.rebalance once.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *RebalanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	wc := &v1alpha1.WorkloadClass{}
 	if err := r.Get(ctx, req.NamespacedName, wc); err != nil {
 		if apierrors.IsNotFound(err) {
-			forget(req.Name)
+			forgetRebalance(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -84,7 +79,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} else if !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("getting Baseline %s: %w", wc.BaselineName(), err)
 	}
-	settings, err := Resolve(wc.Spec.Rebalance, defaults)
+	settings, err := rebalance.Resolve(wc.Spec.Rebalance, defaults)
 	if err != nil {
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
@@ -92,7 +87,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	marked := slices.ContainsFunc(slices.Collect(maps.Values(claims)), IsMarked)
+	marked := slices.ContainsFunc(slices.Collect(maps.Values(claims)), rebalance.IsMarked)
 	if settings.Policy != v1alpha1.RebalancePreferred && wc.Status.Rebalance == nil && !marked {
 		return ctrl.Result{}, nil // never enabled: no status to write, and no request sent
 	}
@@ -104,28 +99,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !wc.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	if settings, err = Resolve(wc.Spec.Rebalance, defaults); err != nil {
+	if settings, err = rebalance.Resolve(wc.Spec.Rebalance, defaults); err != nil {
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
-	in := Input{Now: r.now(), Settings: settings, Rungs: rungs}
+	in := rebalance.Input{Now: r.now(), Settings: settings, Rungs: rungs}
 	if wc.Status.Rebalance != nil {
 		in.Status = *wc.Status.Rebalance
 	}
 	for _, nc := range claims {
-		in.Nodes = append(in.Nodes, Node{NodeClaim: nc.Name, Rung: nc.Labels[karpv1.NodePoolLabelKey], Created: nc.CreationTimestamp.Time,
-			Deleting: !nc.DeletionTimestamp.IsZero(), Marked: IsMarked(nc)})
+		in.Nodes = append(in.Nodes, rebalance.Node{NodeClaim: nc.Name, Rung: nc.Labels[karpv1.NodePoolLabelKey], Created: nc.CreationTimestamp.Time,
+			Deleting: !nc.DeletionTimestamp.IsZero(), Marked: rebalance.IsMarked(nc)})
 	}
-	pass := Decide(in)
+	pass := rebalance.Decide(in)
 	st := pass.Status
 	for _, o := range pass.Outcomes {
 		r.event(wc, o.Reason, o.Message)
-		moves.WithLabelValues(wc.Name, outcomeResult(o.Reason)).Inc()
+		rebalanceMoves.WithLabelValues(wc.Name, rebalanceOutcome(o.Reason)).Inc()
 	}
 	unmark := pass.Unmark
 	if settings.Policy != v1alpha1.RebalancePreferred {
 		st.Moving = nil
 		for _, nc := range claims {
-			if IsMarked(nc) && nc.DeletionTimestamp.IsZero() {
+			if rebalance.IsMarked(nc) && nc.DeletionTimestamp.IsZero() {
 				unmark = append(unmark, nc.Name)
 			}
 		}
@@ -146,7 +141,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 		}
 	}
-	record(wc.Name, st, in.Now)
+	recordRebalance(wc.Name, st, in.Now)
 	if err := r.writeStatus(ctx, wc, st); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -154,17 +149,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // read lists the class's NodeClaims (by name) and its rungs from the cache.
-func (r *Reconciler) read(ctx context.Context, wc *v1alpha1.WorkloadClass) (map[string]*karpv1.NodeClaim, []Rung, error) {
+func (r *RebalanceReconciler) read(ctx context.Context, wc *v1alpha1.WorkloadClass) (map[string]*karpv1.NodeClaim, []rebalance.Rung, error) {
 	pools := &karpv1.NodePoolList{}
 	if err := r.List(ctx, pools, client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue, v1alpha1.LabelClass: wc.Name}); err != nil {
 		return nil, nil, fmt.Errorf("listing NodePools of WorkloadClass %s: %w", wc.Name, err)
 	}
-	var rungs []Rung
+	var rungs []rebalance.Rung
 	for i := range pools.Items {
 		np := &pools.Items[i]
 		// A retiring rung (no longer rendered) is no destination and not a fallback.
 		if metav1.IsControlledBy(np, wc) && np.DeletionTimestamp.IsZero() && !metav1.HasAnnotation(np.ObjectMeta, v1alpha1.AnnotationRetired) {
-			rungs = append(rungs, NewRung(np))
+			rungs = append(rungs, rebalance.NewRung(np))
 		}
 	}
 	list := &karpv1.NodeClaimList{}
@@ -180,7 +175,7 @@ func (r *Reconciler) read(ctx context.Context, wc *v1alpha1.WorkloadClass) (map[
 
 // start examines candidates oldest first and marks those whose pods a higher rung can
 // host, whose target rung can be expected to launch, and that nothing pins.
-func (r *Reconciler) start(ctx context.Context, wc *v1alpha1.WorkloadClass, s Settings, st *v1alpha1.RebalanceStatus, pass Pass, claims map[string]*karpv1.NodeClaim, rungs []Rung) error {
+func (r *RebalanceReconciler) start(ctx context.Context, wc *v1alpha1.WorkloadClass, s rebalance.Settings, st *v1alpha1.RebalanceStatus, pass rebalance.Pass, claims map[string]*karpv1.NodeClaim, rungs []rebalance.Rung) error {
 	if err := r.evidence(ctx, rungs); err != nil {
 		return err
 	}
@@ -204,11 +199,11 @@ func (r *Reconciler) start(ctx context.Context, wc *v1alpha1.WorkloadClass, s Se
 		if err != nil {
 			return err
 		}
-		if b := Blocker(nc, node, pods, pdbs); b != "" {
+		if b := rebalance.Blocker(nc, node, pods, pdbs); b != "" {
 			held = append(held, fmt.Sprintf("NodeClaim %s is blocked: %s", nc.Name, b))
 			continue
 		}
-		target, ok := Target(rungs, n.Rung, pods)
+		target, ok := rebalance.Target(rungs, n.Rung, pods)
 		if !ok {
 			held = append(held, fmt.Sprintf("NodeClaim %s: no rung above %s can host its pods", nc.Name, n.Rung))
 			continue
@@ -225,21 +220,21 @@ func (r *Reconciler) start(ctx context.Context, wc *v1alpha1.WorkloadClass, s Se
 		st.Moving = append(st.Moving, m)
 		st.Started++
 		slots--
-		moves.WithLabelValues(wc.Name, "started").Inc()
+		rebalanceMoves.WithLabelValues(wc.Name, "started").Inc()
 		r.event(wc, v1alpha1.ReasonRebalanceStarted, fmt.Sprintf("NodeClaim %s marked drifted: Karpenter replaces it, moving its pods from %s toward %s", nc.Name, n.Rung, target.Name))
 	}
 	switch {
 	case len(held) > 0:
 		st.Message = truncate(strings.Join(held, "; "))
 	case len(st.Moving) > 0:
-		st.Message = "moving " + movingNames(st.Moving)
+		st.Message = "moving " + rebalance.MovingNames(st.Moving)
 	}
 	return nil
 }
 
 // cancelBlocked removes the mark from moving nodes a blocker appeared on before Karpenter
 // began disrupting them (with a terminationGracePeriod, Karpenter's drift would not wait).
-func (r *Reconciler) cancelBlocked(ctx context.Context, wc *v1alpha1.WorkloadClass, st *v1alpha1.RebalanceStatus, claims map[string]*karpv1.NodeClaim) error {
+func (r *RebalanceReconciler) cancelBlocked(ctx context.Context, wc *v1alpha1.WorkloadClass, st *v1alpha1.RebalanceStatus, claims map[string]*karpv1.NodeClaim) error {
 	var keep []v1alpha1.RebalanceMove
 	for _, m := range st.Moving {
 		nc := claims[m.NodeClaim]
@@ -259,7 +254,7 @@ func (r *Reconciler) cancelBlocked(ctx context.Context, wc *v1alpha1.WorkloadCla
 		if err != nil {
 			return err
 		}
-		b := Blocker(nc, node, pods, pdbs)
+		b := rebalance.Blocker(nc, node, pods, pdbs)
 		if b == "" {
 			keep = append(keep, m)
 			continue
@@ -267,7 +262,7 @@ func (r *Reconciler) cancelBlocked(ctx context.Context, wc *v1alpha1.WorkloadCla
 		if err := r.unmark(ctx, nc, m.OriginalHash); err != nil {
 			return err
 		}
-		moves.WithLabelValues(wc.Name, "cancelled").Inc()
+		rebalanceMoves.WithLabelValues(wc.Name, "cancelled").Inc()
 		r.event(wc, v1alpha1.ReasonRebalanceCancelled, fmt.Sprintf("NodeClaim %s is no longer moved: %s", nc.Name, b))
 		st.Message = truncate(fmt.Sprintf("NodeClaim %s is blocked: %s", nc.Name, b))
 	}
@@ -281,7 +276,7 @@ func disrupting(node *corev1.Node) bool {
 }
 
 // evidence fills each rung's spot signals and last capacity error.
-func (r *Reconciler) evidence(ctx context.Context, rungs []Rung) error {
+func (r *RebalanceReconciler) evidence(ctx context.Context, rungs []rebalance.Rung) error {
 	cat, fresh, err := r.Signals.Catalog(ctx, r.Client)
 	if err != nil {
 		return err
@@ -294,15 +289,15 @@ func (r *Reconciler) evidence(ctx context.Context, rungs []Rung) error {
 	}
 	last := map[string]time.Time{}
 	for _, e := range list.Items {
-		rung := CapacityErrorRung(e.InvolvedObject.Name)
+		rung := rebalance.CapacityErrorRung(e.InvolvedObject.Name)
 		if t := eventTime(&e); t.After(last[rung]) {
 			last[rung] = t
 		}
 	}
 	for i := range rungs {
-		rungs[i].SignalsProblem = SignalsProblem(fresh)
+		rungs[i].SignalsProblem = rebalance.SignalsProblem(fresh)
 		if rungs[i].Spot {
-			rungs[i].Bucket = LowestBucket(cat, r.Region, rungs[i].NodePool.Spec.Template.Spec.Requirements)
+			rungs[i].Bucket = rebalance.LowestBucket(cat, r.Region, rungs[i].NodePool.Spec.Template.Spec.Requirements)
 		}
 		rungs[i].LastCapacityError = last[rungs[i].Name]
 	}
@@ -324,7 +319,7 @@ func eventTime(e *corev1.Event) time.Time {
 
 // podsOn reads the node of a NodeClaim and the pods a move would evict from it; node is
 // nil while the NodeClaim has none.
-func (r *Reconciler) podsOn(ctx context.Context, nc *karpv1.NodeClaim) ([]*corev1.Pod, *corev1.Node, error) {
+func (r *RebalanceReconciler) podsOn(ctx context.Context, nc *karpv1.NodeClaim) ([]*corev1.Pod, *corev1.Node, error) {
 	if nc.Status.NodeName == "" {
 		return nil, nil, nil
 	}
@@ -339,11 +334,11 @@ func (r *Reconciler) podsOn(ctx context.Context, nc *karpv1.NodeClaim) ([]*corev
 	if err := r.APIReader.List(ctx, pods, client.MatchingFields{"spec.nodeName": nc.Status.NodeName}); err != nil {
 		return nil, nil, fmt.Errorf("listing pods on node %s: %w", nc.Status.NodeName, err)
 	}
-	return Moving(pods.Items), node, nil
+	return rebalance.Moving(pods.Items), node, nil
 }
 
 // pdbsFor lists the PodDisruptionBudgets of the pods' namespaces.
-func (r *Reconciler) pdbsFor(ctx context.Context, pods []*corev1.Pod) ([]policyv1.PodDisruptionBudget, error) {
+func (r *RebalanceReconciler) pdbsFor(ctx context.Context, pods []*corev1.Pod) ([]policyv1.PodDisruptionBudget, error) {
 	namespaces := map[string]bool{}
 	for _, p := range pods {
 		namespaces[p.Namespace] = true
@@ -359,15 +354,10 @@ func (r *Reconciler) pdbsFor(ctx context.Context, pods []*corev1.Pod) ([]policyv
 	return out, nil
 }
 
-// IsMarked says whether the NodeClaim carries Poolsmith's drift mark: it is being moved.
-func IsMarked(nc *karpv1.NodeClaim) bool {
-	return nc.Annotations[karpv1.NodePoolHashAnnotationKey] == v1alpha1.RebalanceDriftHash
-}
-
 // mark makes Karpenter see the NodeClaim statically drifted: its nodepool-hash no longer
 // matches its NodePool's, at the same hash version. The caller records the original hash
 // in status.
-func (r *Reconciler) mark(ctx context.Context, nc *karpv1.NodeClaim) error {
+func (r *RebalanceReconciler) mark(ctx context.Context, nc *karpv1.NodeClaim) error {
 	orig := nc.DeepCopy()
 	if nc.Annotations == nil {
 		nc.Annotations = map[string]string{}
@@ -393,8 +383,8 @@ func originalHashes(moving []v1alpha1.RebalanceMove) map[string]string {
 // the NodeClaim is trusted for it: a mark with no record (set by hand, or whose status
 // write was lost) gets its NodePool's current hash, or none where the NodePool has none
 // (Karpenter then sees no static drift either).
-func (r *Reconciler) unmark(ctx context.Context, nc *karpv1.NodeClaim, recorded string) error {
-	if nc == nil || !IsMarked(nc) {
+func (r *RebalanceReconciler) unmark(ctx context.Context, nc *karpv1.NodeClaim, recorded string) error {
+	if nc == nil || !rebalance.IsMarked(nc) {
 		return nil
 	}
 	original := recorded
@@ -418,7 +408,7 @@ func (r *Reconciler) unmark(ctx context.Context, nc *karpv1.NodeClaim, recorded 
 	return nil
 }
 
-func (r *Reconciler) writeStatus(ctx context.Context, wc *v1alpha1.WorkloadClass, st v1alpha1.RebalanceStatus) error {
+func (r *RebalanceReconciler) writeStatus(ctx context.Context, wc *v1alpha1.WorkloadClass, st v1alpha1.RebalanceStatus) error {
 	if wc.Status.Rebalance != nil && equality.Semantic.DeepEqual(*wc.Status.Rebalance, st) {
 		return nil
 	}
@@ -430,7 +420,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, wc *v1alpha1.WorkloadClass
 	return nil
 }
 
-func (r *Reconciler) event(wc *v1alpha1.WorkloadClass, reason, msg string) {
+func (r *RebalanceReconciler) event(wc *v1alpha1.WorkloadClass, reason, msg string) {
 	if r.Recorder == nil {
 		return
 	}
@@ -441,7 +431,7 @@ func (r *Reconciler) event(wc *v1alpha1.WorkloadClass, reason, msg string) {
 	r.Recorder.Eventf(wc, nil, typ, reason, "Rebalance", "%s", msg)
 }
 
-func (r *Reconciler) now() time.Time {
+func (r *RebalanceReconciler) now() time.Time {
 	if r.Now != nil {
 		return r.Now()
 	}
@@ -467,7 +457,7 @@ var nodeClaimChanges = predicate.Funcs{
 }
 
 // SetupWithManager watches classes and their NodeClaims.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *RebalanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("rebalance").
 		For(&v1alpha1.WorkloadClass{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

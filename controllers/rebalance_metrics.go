@@ -1,4 +1,4 @@
-package rebalance
+package controllers
 
 import (
 	"time"
@@ -10,50 +10,50 @@ import (
 )
 
 var (
-	moves = prometheus.NewCounterVec(prometheus.CounterOpts{
+	rebalanceMoves = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "poolsmith_rebalance_moves_total",
 		Help: "Moves of nodes back up a WorkloadClass's ladder, by result (started, succeeded, failed, cancelled).",
 	}, []string{"class", "result"})
-	fallbackNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	rebalanceFallbackNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "poolsmith_rebalance_fallback_nodes",
 		Help: "NodeClaims of each WorkloadClass on a rung below its top one.",
 	}, []string{"class"})
-	oldestFallback = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	rebalanceOldestFallback = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "poolsmith_rebalance_oldest_fallback_seconds",
 		Help: "How long the oldest NodeClaim of each WorkloadClass on a fallback rung has existed.",
 	}, []string{"class"})
-	quiet = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	rebalanceQuiet = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "poolsmith_rebalance_quiet",
 		Help: "1 while a WorkloadClass's moves are paused for the quiet period after a failed move.",
 	}, []string{"class"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(moves, fallbackNodes, oldestFallback, quiet)
+	metrics.Registry.MustRegister(rebalanceMoves, rebalanceFallbackNodes, rebalanceOldestFallback, rebalanceQuiet)
 }
 
-func record(class string, st v1alpha1.RebalanceStatus, now time.Time) {
-	fallbackNodes.WithLabelValues(class).Set(float64(st.FallbackNodes))
+func recordRebalance(class string, st v1alpha1.RebalanceStatus, now time.Time) {
+	rebalanceFallbackNodes.WithLabelValues(class).Set(float64(st.FallbackNodes))
 	age := 0.0
 	if st.OldestFallback != nil {
 		age = now.Sub(st.OldestFallback.Time).Seconds()
 	}
-	oldestFallback.WithLabelValues(class).Set(age)
+	rebalanceOldestFallback.WithLabelValues(class).Set(age)
 	q := 0.0
 	if st.QuietUntil != nil && now.Before(st.QuietUntil.Time) {
 		q = 1
 	}
-	quiet.WithLabelValues(class).Set(q)
+	rebalanceQuiet.WithLabelValues(class).Set(q)
 }
 
-func forget(class string) {
-	for _, v := range []*prometheus.GaugeVec{fallbackNodes, oldestFallback, quiet} {
+func forgetRebalance(class string) {
+	for _, v := range []*prometheus.GaugeVec{rebalanceFallbackNodes, rebalanceOldestFallback, rebalanceQuiet} {
 		v.DeleteLabelValues(class)
 	}
-	moves.DeletePartialMatch(prometheus.Labels{"class": class})
+	rebalanceMoves.DeletePartialMatch(prometheus.Labels{"class": class})
 }
 
-func outcomeResult(reason string) string {
+func rebalanceOutcome(reason string) string {
 	if reason == v1alpha1.ReasonRebalanceSucceeded {
 		return "succeeded"
 	}
