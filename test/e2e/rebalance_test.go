@@ -106,9 +106,8 @@ func editSignals(edit func(types map[string]any)) {
 // others, each on spot types of its own.
 var _ = Describe("Rebalance (spec.rebalance) after spot capacity returns", SpecPriority(10), func() {
 	It("moves fallback nodes back to the top rung through Karpenter's drift, one at a time, through PDBs, and never a do-not-disrupt node", func() {
-		// m6i only (no other scenario pins it). Karpenter remembers the failed offerings
-		// for 3 minutes; Poolsmith waits that long after the last capacity error, so they
-		// are forgotten before this scenario ends.
+		// m6i only (no other scenario launches m6i spot). Poolsmith waits 3 minutes after
+		// the spot rung's last capacity error before it moves a node.
 		types := []string{"m6i.large"}
 		failedAt := switchSpotOff(types)
 
@@ -131,6 +130,12 @@ var _ = Describe("Rebalance (spec.rebalance) after spot capacity returns", SpecP
 
 		By("spot back with policy Off: nothing moves")
 		cluster.Cloud.SetAvailable(true, karpv1.CapacityTypeSpot, types)
+		// Karpenter forgets the failures now rather than 3 minutes (and up to its cache's
+		// 10-second cleanup) after the last one: this scenario proves how Poolsmith moves
+		// nodes, not Karpenter's memory, and Poolsmith's own 3-minute wait can otherwise
+		// end a few seconds before that memory does, sending the first move's replacement
+		// to the on-demand rung again.
+		cluster.ForgetCapacityErrors(karpv1.CapacityTypeSpot, types)
 		pinnedNode := nodeOf(class + "-pinned")
 		marked := func() int {
 			n := 0

@@ -72,6 +72,13 @@ var _ = Describe("Pending pods", func() {
 		expectClassReady("top")
 		create(deployment("top", "top", 3, "1"))
 		running := expectRunning("top", 3)
+		// Pods run as soon as the node is Ready; Karpenter marks its NodeClaim Initialized
+		// a moment later, later still beside other scenarios.
+		Eventually(func(g Gomega) {
+			for _, nc := range nodeClaims("top") {
+				g.Expect(nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue()).To(BeTrue(), "NodeClaim %s initialized", nc.Name)
+			}
+		}).Should(Succeed())
 
 		claims := nodeClaims("top")
 		Expect(claims).NotTo(BeEmpty())
