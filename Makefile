@@ -87,8 +87,14 @@ test: manifests generate fmt vet envtest helm ## Run every test against a real k
 .PHONY: e2e
 e2e: envtest ginkgo ## Run the end-to-end suite: real Karpenter, scheduler and controller manager on a simulated EC2.
 	go vet -tags e2e ./test/e2e/ ./internal/demo/
-	KUBEBUILDER_ASSETS="$$(hack/envtest.sh 2>/dev/null)" $(GINKGO) -p --procs $(E2E_PROCS) --tags e2e --timeout $(E2E_TIMEOUT) $(E2EFLAGS) ./test/e2e/
-	KUBEBUILDER_ASSETS="$$(hack/envtest.sh 2>/dev/null)" go test -tags e2e -timeout $(E2E_TIMEOUT) ./internal/demo/ $(TESTFLAGS)
+	@# The demo's smoke test (its own cluster) runs beside the suite, whose critical path
+	@# is mostly waiting; its output follows the suite's.
+	@export KUBEBUILDER_ASSETS="$$(hack/envtest.sh 2>/dev/null)"; demo_log="$$(mktemp)"; \
+	go test -tags e2e -timeout $(E2E_TIMEOUT) ./internal/demo/ $(TESTFLAGS) >"$$demo_log" 2>&1 & demo=$$!; \
+	suite=0; $(GINKGO) -p --procs $(E2E_PROCS) --tags e2e --timeout $(E2E_TIMEOUT) $(E2EFLAGS) ./test/e2e/ || suite=$$?; \
+	smoke=0; wait $$demo || smoke=$$?; \
+	echo "e2e: the demo's smoke test, run beside the suite:"; cat "$$demo_log"; rm -f "$$demo_log"; \
+	test $$suite -eq 0 && test $$smoke -eq 0
 
 # Classes for `make bench-scale` (500 is the issue's size), and extra arguments for it,
 # e.g. BENCHFLAGS='-qps 1000 -burst 2000 -manager-env GOMEMLIMIT=40MiB'.

@@ -15,6 +15,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -35,6 +36,8 @@ import (
 type sharedCluster struct {
 	// Client talks to the API server directly (no cache).
 	Client client.Client
+	// Config is an admin REST config, for clients of other kinds.
+	Config *rest.Config
 	// Cloud is the simulated EC2 account: switch capacity, read launches.
 	Cloud *remoteCloud
 	// Kubeconfig is the path of an admin kubeconfig; LogDir holds the components' logs.
@@ -151,7 +154,7 @@ func connect(ep endpoint) (*sharedCluster, error) {
 	if err := cloud.get("/account", &cloud.account); err != nil {
 		return nil, err
 	}
-	return &sharedCluster{Client: c, Cloud: cloud, Kubeconfig: ep.Kubeconfig, LogDir: ep.LogDir}, nil
+	return &sharedCluster{Client: c, Config: cfg, Cloud: cloud, Kubeconfig: ep.Kubeconfig, LogDir: ep.LogDir}, nil
 }
 
 // ForgetCapacityErrors makes Karpenter forget that the given instance types failed for
