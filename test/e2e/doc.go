@@ -25,7 +25,7 @@
 //     capacity type (see DefaultTypes in internal/localcluster and the families each
 //     scenario pins), switch it back on in DeferCleanup, and flush Karpenter's memory of
 //     the failures (cluster.ForgetCapacityErrors) only where the scenario does not prove
-//     what Karpenter does with that memory (the README lists which do);
+//     what Karpenter does with that memory (docs/karpenter-in-the-loop.md lists which do);
 //   - add spot signals through freshSignals, which shares the one signals ConfigMap,
 //     rather than writing it whole;
 //   - read only its own objects, NodeClaims, launches (by its NodePools' tag) and events.
