@@ -20,9 +20,13 @@ GINKGO_VERSION = $(shell GOTOOLCHAIN=$(GOTOOLCHAIN) go list -m -f '{{.Version}}'
 FUZZTIME ?= 60s
 # Extra flags for go test, e.g. TESTFLAGS='-run TestRender -v'.
 TESTFLAGS ?=
-# Time cap of each end-to-end test binary (go test -timeout); the suite takes about 20
-# minutes on 2 shared cores.
-E2E_TIMEOUT ?= 26m
+# Time cap of the end-to-end suite and of the demo's smoke test; the suite takes about
+# 9 minutes on 2 shared cores.
+E2E_TIMEOUT ?= 16m
+# Parallel Ginkgo processes of the end-to-end suite (one cluster, started by process 1;
+# see test/e2e/doc.go), and extra ginkgo flags for it, e.g. E2EFLAGS='--focus Rebalance'.
+E2E_PROCS ?= 5
+E2EFLAGS ?=
 # The fault suite (make chaos): SIGKILLs of the manager, their random moments' seed (empty:
 # a new seed, printed), and how long the conflicting writer runs.
 CHAOS_KILLS ?= 20
@@ -81,9 +85,16 @@ test: manifests generate fmt vet envtest helm ## Run every test against a real k
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh 2>/dev/null)" HELM=$(HELM) go test -timeout 20m ./... $(TESTFLAGS)
 
 .PHONY: e2e
-e2e: envtest ## Run the end-to-end suite: real Karpenter, scheduler and controller manager on a simulated EC2.
+e2e: envtest ginkgo ## Run the end-to-end suite: real Karpenter, scheduler and controller manager on a simulated EC2.
 	go vet -tags e2e ./test/e2e/ ./internal/demo/
-	KUBEBUILDER_ASSETS="$$(hack/envtest.sh 2>/dev/null)" go test -tags e2e -p 1 -timeout $(E2E_TIMEOUT) ./test/e2e/ ./internal/demo/ $(TESTFLAGS)
+	@# The demo's smoke test (its own cluster) runs beside the suite, whose critical path
+	@# is mostly waiting; its output follows the suite's.
+	@export KUBEBUILDER_ASSETS="$$(hack/envtest.sh 2>/dev/null)"; demo_log="$$(mktemp)"; \
+	go test -tags e2e -timeout $(E2E_TIMEOUT) ./internal/demo/ $(TESTFLAGS) >"$$demo_log" 2>&1 & demo=$$!; \
+	suite=0; $(GINKGO) -p --procs $(E2E_PROCS) --tags e2e --timeout $(E2E_TIMEOUT) $(E2EFLAGS) ./test/e2e/ || suite=$$?; \
+	smoke=0; wait $$demo || smoke=$$?; \
+	echo "e2e: the demo's smoke test, run beside the suite:"; cat "$$demo_log"; rm -f "$$demo_log"; \
+	test $$suite -eq 0 && test $$smoke -eq 0
 
 # Classes for `make bench-scale` (500 is the issue's size), and extra arguments for it,
 # e.g. BENCHFLAGS='-qps 1000 -burst 2000 -manager-env GOMEMLIMIT=40MiB'.

@@ -34,7 +34,10 @@ type decision struct {
 	workloads                              map[string]int
 }
 
-var _ = Describe("poolsmith simulate", func() {
+// Serial: it compares every pod, NodeClaim and NodePool of the cluster, and needs
+// Karpenter to take the released pods in one batch, which other scenarios' pods would
+// split.
+var _ = Describe("poolsmith simulate", Serial, func() {
 	It("agrees with what Karpenter launches for the sample workloads", func() {
 		applySamples()
 		workloads, err := manifest.Load([]string{"../../config/samples/workloads"}, nil)

@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
@@ -226,25 +225,8 @@ func describe(claims []karpv1.NodeClaim) string {
 }
 
 // disruptions reads Karpenter's karpenter_nodeclaims_disrupted_total for a reason and a
-// NodePool from the process's metrics registry, where Karpenter's operator registers it.
+// NodePool from the metrics registry of the process that runs Karpenter.
 func disruptions(reason, nodePool string) float64 {
 	GinkgoHelper()
-	families, err := crmetrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	var total float64
-	for _, f := range families {
-		if f.GetName() != "karpenter_nodeclaims_disrupted_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["reason"] == reason && labels["nodepool"] == nodePool {
-				total += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return total
+	return cluster.disruptions(reason, nodePool)
 }

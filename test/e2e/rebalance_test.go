@@ -3,6 +3,7 @@
 package e2e_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -25,40 +26,93 @@ import (
 	"github.com/poolsmith/poolsmith/internal/signals"
 )
 
-// freshSignals writes the signals ConfigMap the manager reads, fetched now, with an
-// interruption bucket for each type, and removes it when the scenario ends.
+// freshSignals puts an interruption bucket for each type into the signals ConfigMap the
+// manager reads, fetched now, and takes them out again when the scenario ends. Scenarios
+// running at the same time share the ConfigMap (their types are disjoint): the first
+// creates it, each adds its types, and the last to leave deletes it, every write at the
+// resourceVersion it read.
 func freshSignals(buckets map[string]int) {
 	GinkgoHelper()
 	key := operator.DefaultSignalsConfigMap
 	if err := cluster.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: key.Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		Expect(err).NotTo(HaveOccurred())
 	}
-	types := ""
-	for t, b := range buckets {
-		if types != "" {
-			types += ","
+	editSignals(func(types map[string]any) {
+		for t, b := range buckets {
+			types[t] = map[string]any{"s": 40, "r": b}
 		}
-		types += fmt.Sprintf(`%q:{"s":40,"r":%d}`, t, b)
-	}
-	feed := `{"ranges":[{"index":0,"label":"<5%","max":5},{"index":1,"label":"5-10%","max":11},{"index":2,"label":"10-15%","max":16},{"index":3,"label":"15-20%","max":22},{"index":4,"label":">20%","max":100}],` +
-		fmt.Sprintf(`"spot_advisor":{%q:{"Linux":{%s}}}}`, cluster.Cloud.Region(), types)
-	create(&corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace,
-			Annotations: map[string]string{signals.FetchedAtAnnotation: time.Now().UTC().Format(time.RFC3339)}},
-		Data: map[string]string{signals.AdvisorKey: feed},
+	})
+	DeferCleanup(func() {
+		editSignals(func(types map[string]any) {
+			for t := range buckets {
+				delete(types, t)
+			}
+		})
 	})
 }
 
-var _ = Describe("Rebalance (spec.rebalance) after spot capacity returns", func() {
+// editSignals applies edit to the shared signals ConfigMap's types (creating it when
+// absent), dates it now, and deletes it when no type is left; it retries on conflicts.
+func editSignals(edit func(types map[string]any)) {
+	GinkgoHelper()
+	key := operator.DefaultSignalsConfigMap
+	Eventually(func() error {
+		cm := &corev1.ConfigMap{}
+		err := cluster.Client.Get(ctx, key, cm)
+		if apierrors.IsNotFound(err) {
+			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
+		} else if err != nil {
+			return err
+		}
+		feed := map[string]any{}
+		if raw := cm.Data[signals.AdvisorKey]; raw != "" {
+			if err := json.Unmarshal([]byte(raw), &feed); err != nil {
+				return StopTrying("the signals ConfigMap holds no feed this suite wrote").Wrap(err)
+			}
+		}
+		feed["ranges"] = []any{
+			map[string]any{"index": 0, "label": "<5%", "max": 5}, map[string]any{"index": 1, "label": "5-10%", "max": 11},
+			map[string]any{"index": 2, "label": "10-15%", "max": 16}, map[string]any{"index": 3, "label": "15-20%", "max": 22},
+			map[string]any{"index": 4, "label": ">20%", "max": 100}}
+		advisor, _ := feed["spot_advisor"].(map[string]any)
+		region, _ := advisor[cluster.Cloud.Region()].(map[string]any)
+		types, _ := region["Linux"].(map[string]any)
+		if types == nil {
+			types = map[string]any{}
+		}
+		edit(types)
+		feed["spot_advisor"] = map[string]any{cluster.Cloud.Region(): map[string]any{"Linux": types}}
+		raw, err := json.Marshal(feed)
+		if err != nil {
+			return StopTrying("encoding the feed").Wrap(err)
+		}
+		cm.Data = map[string]string{signals.AdvisorKey: string(raw)}
+		cm.Annotations = map[string]string{signals.FetchedAtAnnotation: time.Now().UTC().Format(time.RFC3339)}
+		switch {
+		case len(types) == 0 && cm.ResourceVersion != "":
+			return client.IgnoreNotFound(cluster.Client.Delete(ctx, cm, client.Preconditions{ResourceVersion: &cm.ResourceVersion}))
+		case len(types) == 0:
+			return nil
+		case cm.ResourceVersion == "":
+			return cluster.Client.Create(ctx, cm)
+		default:
+			return cluster.Client.Update(ctx, cm)
+		}
+	}).WithTimeout(time.Minute).Should(Succeed(), "editing the shared signals ConfigMap")
+}
+
+// Both rebalance scenarios wait out Poolsmith's own 3-minute window after the spot rung's
+// last capacity error (rebalance.KarpenterICEMemory), so they run first and beside the
+// others, each on spot types of its own.
+var _ = Describe("Rebalance (spec.rebalance) after spot capacity returns", SpecPriority(10), func() {
 	It("moves fallback nodes back to the top rung through Karpenter's drift, one at a time, through PDBs, and never a do-not-disrupt node", func() {
-		// m6i only (no scenario but these two pins it). Karpenter remembers the failed offerings
-		// for 3 minutes; Poolsmith waits that long after the last capacity error, so they
-		// are forgotten before this scenario ends.
+		// m6i only (no other scenario launches m6i spot). Poolsmith waits 3 minutes after
+		// the spot rung's last capacity error before it moves a node.
 		types := []string{"m6i.large"}
 		failedAt := switchSpotOff(types)
 
 		const class = "rebal"
-		wc := rebalanceClass(class, v1alpha1.RebalanceOff, time.Minute)
+		wc := rebalanceClass(class, "m6i", v1alpha1.RebalanceOff, time.Minute)
 		create(wc)
 		expectClassReady(class)
 
@@ -76,6 +130,12 @@ var _ = Describe("Rebalance (spec.rebalance) after spot capacity returns", func(
 
 		By("spot back with policy Off: nothing moves")
 		cluster.Cloud.SetAvailable(true, karpv1.CapacityTypeSpot, types)
+		// Karpenter forgets the failures now rather than 3 minutes (and up to its cache's
+		// 10-second cleanup) after the last one: this scenario proves how Poolsmith moves
+		// nodes, not Karpenter's memory, and Poolsmith's own 3-minute wait can otherwise
+		// end a few seconds before that memory does, sending the first move's replacement
+		// to the on-demand rung again.
+		cluster.ForgetCapacityErrors(karpv1.CapacityTypeSpot, types)
 		pinnedNode := nodeOf(class + "-pinned")
 		marked := func() int {
 			n := 0
@@ -135,17 +195,20 @@ var _ = Describe("Rebalance (spec.rebalance) after spot capacity returns", func(
 	})
 })
 
-var _ = Describe("Rebalance while spot capacity stays off", func() {
+var _ = Describe("Rebalance while spot capacity stays off", SpecPriority(10), func() {
 	It("moves one node, counts its landing on the fallback rung again as failed, and moves nothing more for the quiet period", func() {
-		// m6i only, like the scenario above, and off for the whole scenario. Cleanup
-		// switches it back on and makes Karpenter forget the failures, so a scenario
-		// that runs next finds m6i spot as every scenario starts: available.
-		spotOff := switchSpotOff([]string{"m6i.large"})
+		// c6i only (no other scenario launches c6i spot: the others that can take c6i are
+		// on-demand, and the weight-change scenario runs Serial, after this one), and off
+		// for the whole scenario: it proves Karpenter's own memory of the failures lapses,
+		// so nothing flushes it until cleanup, which switches spot back on and makes
+		// Karpenter forget the failures, so a scenario that runs next finds c6i spot as
+		// every scenario starts: available.
+		spotOff := switchSpotOff([]string{"c6i.large"})
 
 		const class = "rebal-quiet"
 		const quiet = 2 * time.Minute
 		top, fallbackRung := class+"-spot-amd64", class+"-on-demand-amd64"
-		create(rebalanceClass(class, v1alpha1.RebalancePreferred, quiet))
+		create(rebalanceClass(class, "c6i", v1alpha1.RebalancePreferred, quiet))
 		expectClassReady(class)
 		create(spreadDeployment(class, class, 2, nil))
 		expectRunning(class, 2)
@@ -287,13 +350,13 @@ func switchSpotOff(types []string) time.Time {
 	return off
 }
 
-// rebalanceClass is an amd64 class of m6i only whose nodes only Poolsmith's rebalance may
+// rebalanceClass is an amd64 class of one family whose nodes only Poolsmith's rebalance may
 // move: Karpenter's consolidation (the General profile turns it on) and the fallback
 // expiry are off. Nodes move after 20 s on a fallback rung, one at a time.
-func rebalanceClass(name string, policy v1alpha1.RebalancePolicy, quiet time.Duration) *v1alpha1.WorkloadClass {
+func rebalanceClass(name, family string, policy v1alpha1.RebalancePolicy, quiet time.Duration) *v1alpha1.WorkloadClass {
 	return workloadClass(name, func(wc *v1alpha1.WorkloadClass) {
 		wc.Spec.Architectures = []v1alpha1.Architecture{v1alpha1.ArchitectureAMD64}
-		wc.Spec.Instances = &v1alpha1.InstanceShape{Families: []string{"m6i"}}
+		wc.Spec.Instances = &v1alpha1.InstanceShape{Families: []string{family}}
 		wc.Spec.FallbackExpireAfter = ptr.To(karpv1.MustParseNillableDuration("Never"))
 		wc.Spec.Disruption = &v1alpha1.Disruption{ConsolidateAfter: ptr.To(karpv1.MustParseNillableDuration("Never"))}
 		wc.Spec.Rebalance = &v1alpha1.Rebalance{Policy: policy, After: &metav1.Duration{Duration: 20 * time.Second},

@@ -72,6 +72,13 @@ var _ = Describe("Pending pods", func() {
 		expectClassReady("top")
 		create(deployment("top", "top", 3, "1"))
 		running := expectRunning("top", 3)
+		// Pods run as soon as the node is Ready; Karpenter marks its NodeClaim Initialized
+		// a moment later, later still beside other scenarios.
+		Eventually(func(g Gomega) {
+			for _, nc := range nodeClaims("top") {
+				g.Expect(nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue()).To(BeTrue(), "NodeClaim %s initialized", nc.Name)
+			}
+		}).Should(Succeed())
 
 		claims := nodeClaims("top")
 		Expect(claims).NotTo(BeEmpty())
@@ -284,10 +291,15 @@ var _ = Describe("A Baseline tag change", func() {
 	})
 })
 
-var _ = Describe("A fallback rung with fallbackExpireAfter", func() {
+// It waits past Karpenter's 3-minute memory of failed offerings, so it starts first and
+// runs beside the others.
+var _ = Describe("A fallback rung with fallbackExpireAfter", SpecPriority(10), func() {
 	It("has its nodes expired by Karpenter once spot is back, and the pods return to the preferred rung", func() {
 		// m7g only. The failed offerings are forgotten before this scenario ends (it waits
-		// past the 3 minutes), so they touch no other scenario's launches.
+		// past the 3 minutes). While it remembers them, Karpenter leaves m7g spot out of
+		// every launch (the top-rung scenario's class, which may take m7g, takes another
+		// type), so no other scenario's launch renews the memory. It keeps Karpenter's own memory: flushing it when spot
+		// comes back would not prove that the first expiry finds spot again.
 		types := []string{"m7g.large", "m7g.xlarge", "m7g.2xlarge"}
 		cluster.Cloud.SetAvailable(false, karpv1.CapacityTypeSpot, types)
 		DeferCleanup(func() { cluster.Cloud.SetAvailable(true, karpv1.CapacityTypeSpot, types) })
@@ -377,7 +389,9 @@ var _ = Describe("Consistency Family", func() {
 	})
 })
 
-var _ = Describe("A weight change from new spot signals", func() {
+// Serial: the signals ConfigMap it writes (prices that make one architecture's c types
+// dearest) would reweight the NodeOverlay scenario's class, whose feed replaces its own.
+var _ = Describe("A weight change from new spot signals", Serial, func() {
 	It("reorders where new NodeClaims go and replaces no existing node", func() {
 		wc := workloadClass("reorder", func(wc *v1alpha1.WorkloadClass) {
 			wc.Spec.CapacityTypes = []v1alpha1.CapacityType{v1alpha1.CapacityTypeSpot}
@@ -449,7 +463,8 @@ var _ = Describe("A weight change from new spot signals", func() {
 	})
 })
 
-var _ = Describe("NodeOverlays", func() {
+// Serial: see the weight-change scenario.
+var _ = Describe("NodeOverlays", Serial, func() {
 	It("steer Karpenter's choice inside a spot rung, through the prioritized fleet", func() {
 		// Signals that put c6g.large, the cheapest spot type, in the >20% interruption
 		// bucket: its overlay raises it by 35% above c7g.large, in the <5% bucket.
