@@ -14,10 +14,16 @@ import (
 // MaxQuietPeriod caps the quiet period's doubling on repeated failures.
 const MaxQuietPeriod = 24 * time.Hour
 
-// KarpenterICEMemory is how long Karpenter's AWS provider remembers an offering that
-// failed for capacity (its unavailable-offerings cache): its scheduling simulation keeps
-// choosing around it for that long, so no move is started sooner after a failure.
-const KarpenterICEMemory = 3 * time.Minute
+// KarpenterICEMemory is how long Karpenter's AWS provider may remember an offering that
+// failed for capacity, so no move is started sooner after a failure: its scheduling
+// simulation keeps choosing around the offering for that long. The unavailable-offerings
+// cache keeps an entry 3 minutes (UnavailableOfferingsTTL), but the offerings it computed
+// stay cached until the cache's janitor, every 10 s (UnavailableOfferingsCleanupInterval),
+// evicts the entry and bumps their sequence number; 5 s more covers the capacity-error
+// event being recorded after the mark. A move started at exactly 3 minutes could meet
+// the remembered failure, land on the fallback rung again and start a needless quiet
+// period.
+const KarpenterICEMemory = 3*time.Minute + 15*time.Second
 
 // Settings are a class's resolved spec.rebalance.
 type Settings struct {
