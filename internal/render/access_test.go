@@ -196,7 +196,7 @@ func TestARestrictedClassTaintsItsRungsNoExecute(t *testing.T) {
 		t.Errorf("AccessRule taints = %v lack %v", rule.Spec.Taints, access)
 	}
 	open := mustRender(t, baseline(), class("web", v1alpha1.ProfileGeneral))
-	off, err := render.Render(baseline(), class("gpu", v1alpha1.ProfileGPU, withAccess("ml-train")), render.Options{NoAccessPolicies: true})
+	off, err := render.Render(baseline(), class("gpu", v1alpha1.ProfileGPU, withAccess("ml-train")), render.Options{Capabilities: capabilities.Capabilities{NoAccessPolicies: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
