@@ -202,6 +202,40 @@ var _ = Describe("Access rules and namespace defaults, enforced by the API serve
 		Expect(chose.Spec.Tolerations).NotTo(ContainElement(gpuTaint))
 	})
 
+	It("judges a pod that names a node like any other: the class's nodes carry its NoExecute access taint, which the kubelet enforces and the policy refuses to let others tolerate", func() {
+		access := corev1.Taint{Key: v1alpha1.TaintAccess, Value: class, Effect: corev1.TaintEffectNoExecute}
+		for _, np := range nodePoolNames(class)() {
+			Expect(get(&karpv1.NodePool{}, np).Spec.Template.Spec.Taints).To(ContainElement(access), np)
+		}
+		Expect(get(&v1alpha1.AccessRule{}, class).Spec.Taints).To(ContainElement(access))
+		tolerateAccess := corev1.Toleration{Key: v1alpha1.TaintAccess, Operator: corev1.TolerationOpEqual, Value: class, Effect: corev1.TaintEffectNoExecute}
+		named := func(ns, name string, tolerations ...corev1.Toleration) *corev1.Pod {
+			p := pod(ns, name, podSpec("", tolerations...))
+			p.Spec.NodeName = "ip-10-0-0-1.ec2.internal"
+			return p
+		}
+		// A node's name says nothing to the policy: tolerating the class is refused from
+		// outside, with every taint tolerated or only the one the kubelet checks.
+		Expect(admit(named("web", "by-name", gpuTaint, nvidiaTaint, tolerateAccess))).To(MatchError(ContainSubstring("Pod by-name in namespace web could run on WorkloadClass gpu-access")))
+		Expect(admit(named("web", "by-name-noexecute", tolerateAccess))).To(MatchError(ContainSubstring("could run on WorkloadClass gpu-access")))
+		Expect(admit(pod("web", "noexecute", podSpec("", tolerateAccess)))).To(MatchError(ContainSubstring("could run on WorkloadClass gpu-access")))
+		// Tolerating the class's other taints is refused too: nodes launched before the
+		// access taint existed carry only those until drift replaces them.
+		Expect(admit(named("web", "by-name-scheduling", gpuTaint, nvidiaTaint))).To(MatchError(ContainSubstring("could run on WorkloadClass gpu-access")))
+		// Without a toleration it is admitted, and the kubelet refuses it on the class's nodes.
+		Expect(admit(named("web", "by-name-bare"))).To(Succeed())
+		// A default-class namespace's pod that names a node gets the class's tolerations, the
+		// access taint's among them, and no nodeSelector the named node might not match.
+		p := named("ml", "by-name-default")
+		Expect(admit(p)).To(Succeed())
+		Expect(p.Spec.Tolerations).To(ContainElements(gpuTaint, nvidiaTaint, tolerateAccess))
+		Expect(p.Spec.NodeSelector).To(BeEmpty())
+		// And an ordinary pod of ml gets the access toleration with the others.
+		bare := pod("ml", "bare-access", podSpec(""))
+		Expect(admit(bare)).To(Succeed())
+		Expect(bare.Spec.Tolerations).To(ContainElement(tolerateAccess))
+	})
+
 	It("reports, on the class, a default-class namespace its access rule excludes", func() {
 		namespace("sandbox", map[string]string{v1alpha1.LabelDefaultClass: class})
 		Eventually(condition(class, v1alpha1.ConditionAccess)).Should(And(

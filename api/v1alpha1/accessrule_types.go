@@ -10,6 +10,14 @@ import (
 // class costs a pod's admission nothing.
 const LabelRestricted = "poolsmith.dev/restricted"
 
+// TaintAccess is the key of the NoExecute taint every rung of a restricted class carries,
+// with the class's name as its value (poolsmith.dev/access=<class>:NoExecute). The kubelet
+// refuses a pod that does not tolerate it, so a pod placed on a node by spec.nodeName,
+// which no admission policy can judge by the node, runs there only if it tolerates the
+// taint, and the access policy refuses such a toleration outside the class's namespaces.
+// The key is reserved: a Baseline or class that sets it is refused.
+const TaintAccess = "poolsmith.dev/access"
+
 // AccessRuleSpec is what the API server needs to judge a pod against one WorkloadClass:
 // who may use the class and how a pod could land on it, resolved by the renderer (profile
 // taints, hashed rung names and rungs no longer rendered are not in the class's spec).
@@ -36,9 +44,10 @@ type AccessRuleSpec struct {
 	// +optional
 	Allowed string `json:"allowed,omitempty"`
 
-	// taints are the class's NoSchedule and NoExecute taints, resolved: a pod that
-	// tolerates every one could land on its nodes; a pod given the class by its
-	// namespace's default gets a toleration for each.
+	// taints are the class's NoSchedule and NoExecute taints, resolved, with the access
+	// taint poolsmith.dev/access=<class>:NoExecute on a restricted class: a pod that
+	// tolerates the access taint, or every other one, could land on its nodes; a pod given
+	// the class by its namespace's default gets a toleration for each.
 	// +kubebuilder:validation:MaxItems=100
 	// +listType=atomic
 	// +optional

@@ -244,6 +244,10 @@ type WorkloadClassSpec struct {
 	// its identity, not an ownerReference) and DaemonSets whose only toleration of the
 	// class is a blanket one (node agents). The class needs a NoSchedule or NoExecute taint
 	// in spec.taints: without one, any pod could land on its nodes and no rule could tell.
+	// Every rung of the class also carries the NoExecute taint poolsmith.dev/access=<name>,
+	// which the kubelet enforces for pods that name a node (spec.nodeName) and the policy
+	// lets only these namespaces tolerate; pods need its toleration to run on the class's
+	// nodes. Setting or removing access changes the rungs' taints, so their nodes drift.
 	// +optional
 	Access *Access `json:"access,omitempty"`
 }

@@ -166,8 +166,10 @@ func (k *Kubelet) untaint(ctx context.Context, n *corev1.Node, claims []karpv1.N
 // them or left on nodes that are gone.
 func (k *Kubelet) runPods(ctx context.Context, ours map[string]bool, nodes []corev1.Node) error {
 	exists := map[string]bool{}
-	for _, n := range nodes {
+	byName := map[string]*corev1.Node{}
+	for i, n := range nodes {
 		exists[n.Name] = true
+		byName[n.Name] = &nodes[i]
 	}
 	pods := &corev1.PodList{}
 	if err := k.Client.List(ctx, pods); err != nil {
@@ -186,6 +188,14 @@ func (k *Kubelet) runPods(ctx context.Context, ours map[string]bool, nodes []cor
 			continue
 		}
 		if p.Status.Phase != corev1.PodPending {
+			continue
+		}
+		if reason, message, ok := Admit(p, byName[p.Spec.NodeName]); !ok {
+			p.Status.Phase, p.Status.Reason, p.Status.Message = corev1.PodFailed, reason, "Pod was rejected: "+message
+			if err := k.Client.Status().Update(ctx, p); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+				errs = append(errs, fmt.Errorf("reporting Pod %s/%s rejected: %w", p.Namespace, p.Name, err))
+			}
+			k.Log.V(1).Info("rejected pod", "pod", p.Namespace+"/"+p.Name, "node", p.Spec.NodeName, "reason", reason)
 			continue
 		}
 		now := metav1.Now()
@@ -209,4 +219,42 @@ func setPodCondition(p *corev1.Pod, c corev1.PodCondition) {
 		}
 	}
 	p.Status.Conditions = append(p.Status.Conditions, c)
+}
+
+// Reason and message of the kubelet's admission refusal of a pod that does not tolerate a
+// NoExecute taint of its node (k8s.io/kubernetes pkg/kubelet/lifecycle/predicate.go: the
+// TaintToleration predicate's name and its ErrReasonNotMatch). The kubelet reports the
+// pod Failed with this reason and "Pod was rejected: " before the message.
+const (
+	ReasonTaintToleration  = "TaintToleration"
+	MessageTaintToleration = "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"
+)
+
+// Admit is the part of the kubelet's pod admission this stand-in enforces: a pod bound to
+// a node must tolerate every NoExecute taint of the node, whether the scheduler placed it
+// or it named the node itself (spec.nodeName). NoSchedule taints are the scheduler's and
+// are not checked. Toleration comparison operators (Lt, Gt) are off, as the
+// TaintTolerationComparisonOperators gate is by default in 1.37. Static pods, which the
+// kubelet does not check, never come from the API server, so every pod here is checked.
+func Admit(pod *corev1.Pod, node *corev1.Node) (reason, message string, ok bool) {
+	if node == nil {
+		return "", "", true
+	}
+	for i := range node.Spec.Taints {
+		taint := &node.Spec.Taints[i]
+		if taint.Effect != corev1.TaintEffectNoExecute {
+			continue
+		}
+		tolerated := false
+		for j := range pod.Spec.Tolerations {
+			if pod.Spec.Tolerations[j].ToleratesTaint(logr.Discard(), taint, false) {
+				tolerated = true
+				break
+			}
+		}
+		if !tolerated {
+			return ReasonTaintToleration, MessageTaintToleration, false
+		}
+	}
+	return "", "", true
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 )
@@ -37,8 +38,7 @@ func Access(classes []Class, namespaces []*corev1.Namespace) []Finding {
 		if c.Result == nil || len(c.Result.NodePools) == 0 {
 			continue
 		}
-		for k := range hardTaints(c.Result.NodePools[0]) {
-			t := hardTaints(c.Result.NodePools[0])[k]
+		for _, t := range classTaints(c.Result.NodePools[0]) {
 			carriers[taintString(t)] = append(carriers[taintString(t)], c.Class.Name)
 		}
 	}
@@ -47,7 +47,7 @@ func Access(classes []Class, namespaces []*corev1.Namespace) []Finding {
 			continue
 		}
 		obj := "WorkloadClass/" + c.Class.Name
-		taints := hardTaints(c.Result.NodePools[0])
+		taints := classTaints(c.Result.NodePools[0])
 		if c.Class.Spec.Access == nil {
 			if len(c.Class.Spec.Taints) > 0 {
 				add(Warning, obj, CheckTaintWithoutAccess, "the class has taints but no spec.access: any namespace may add a toleration and land on its nodes; set spec.access to say who may")
@@ -118,5 +118,15 @@ func sharedWith(class string, taints map[string]corev1.Taint, carriers map[strin
 		}
 		out = append(out, s+" with "+strings.Join(others, ", "))
 	}
+	return out
+}
+
+// classTaints are a rung's NoSchedule and NoExecute taints but the access taint: that one
+// is unique to the class by construction, while the access policy also refuses a pod that
+// tolerates every other taint of the class (all that nodes launched before the access
+// taint carry), so those must tell the class apart on their own.
+func classTaints(np *karpv1.NodePool) map[string]corev1.Taint {
+	out := hardTaints(np)
+	delete(out, v1alpha1.TaintAccess+":"+string(corev1.TaintEffectNoExecute))
 	return out
 }

@@ -143,9 +143,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			// Not nodelifecycle: it would mark the kubelet-less nodes unreachable. The job
 			// controller runs the sample training Job. Each controller acts as its own
 			// service account, as on EKS: the access policy exempts the DaemonSet
-			// controller's pods by that identity.
+			// controller's pods by that identity. taint-eviction-controller evicts pods
+			// that do not tolerate a node's NoExecute taints (a restricted class's access
+			// taint among them), as in a real cluster.
 			"--use-service-account-credentials",
-			"--controllers=garbagecollector,replicaset,deployment,disruption,job,daemonset,statefulset,cronjob,replicationcontroller", "-v=1"}},
+			"--controllers=garbagecollector,replicaset,deployment,disruption,job,daemonset,statefulset,cronjob,replicationcontroller,taint-eviction-controller", "-v=1"}},
 	} {
 		if err := p.start(runCtx, opts.LogDir); err != nil {
 			return c, err

@@ -153,7 +153,41 @@ func (p *Plan) DriftNotice() string {
 	if may := p.refs(func(s Step) bool { return s.Drift == diff.MayDrift }); len(may) > 0 {
 		parts = append(parts, strings.Join(may, ", ")+" may drift if their selectors now resolve differently")
 	}
+	if added := p.refs(addsAccessTaint); len(added) > 0 {
+		parts = append(parts, "the access taint "+v1alpha1.TaintAccess+":NoExecute is new on "+strings.Join(added, ", ")+": pods need its toleration to run on their nodes")
+	}
 	return strings.Join(parts, "; ")
+}
+
+// addsAccessTaint reports whether a NodePool update drifts because it adds the class's
+// NoExecute access taint (spec.access set, or Poolsmith upgraded to a version that sets
+// it): the one drift a pod's tolerations must follow.
+func addsAccessTaint(s Step) bool {
+	live, ok := s.LiveObject.(*karpv1.NodePool)
+	if s.Drift != diff.WillDrift || !ok {
+		return false
+	}
+	has := func(taints []any) bool {
+		for _, t := range taints {
+			if m, ok := t.(map[string]any); ok && m["key"] == v1alpha1.TaintAccess && m["effect"] == string(corev1.TaintEffectNoExecute) {
+				return true
+			}
+		}
+		return false
+	}
+	spec, _ := s.Object["spec"].(map[string]any)
+	tmpl, _ := spec["template"].(map[string]any)
+	tspec, _ := tmpl["spec"].(map[string]any)
+	want, _ := tspec["taints"].([]any)
+	if !has(want) {
+		return false
+	}
+	for _, t := range live.Spec.Template.Spec.Taints {
+		if t.Key == v1alpha1.TaintAccess && t.Effect == corev1.TaintEffectNoExecute {
+			return false
+		}
+	}
+	return true
 }
 
 func (p *Plan) refs(match func(Step) bool) []string {

@@ -3,6 +3,7 @@ package plan_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -343,5 +344,35 @@ func TestAMemoRemembersOnlyWhatStillHolds(t *testing.T) {
 	other.UID = "uid-web-2"
 	if got := actions(compute(t, plan.Input{Class: other, Result: res, Live: synced(t, wc, res), Memo: memo})); !strings.Contains(got, "update NodePool/web-on-demand-amd64") {
 		t.Fatalf("children owned by an earlier class of the name are compared again: %s", got)
+	}
+}
+
+// Adding the access taint to a restricted class's rungs (the upgrade that brings it, or
+// spec.access newly set) changes Karpenter's NodePool hash: every rung drifts once, like a
+// Baseline tag, and the notice says the taint is new and what pods need.
+func TestTheAccessTaintDriftsEveryRungOnceAndTheNoticeSaysSo(t *testing.T) {
+	wc, res := fixture(t, func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Taints = v1alpha1.Taints{{Key: "example.com/dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule}}
+		wc.Spec.Access = &v1alpha1.Access{Namespaces: []string{"web"}}
+	})
+	// The family as a version without the access taint wrote it.
+	live := synced(t, wc, res)
+	for _, np := range live.NodePools {
+		np.Spec.Template.Spec.Taints = slices.DeleteFunc(np.Spec.Template.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha1.TaintAccess })
+	}
+	p := compute(t, plan.Input{Class: wc, Result: res, Live: live})
+	for _, s := range p.Steps {
+		if s.Kind == plan.KindNodePool && (s.Action != plan.Update || s.Drift != diff.WillDrift) {
+			t.Errorf("%s: %s, drift %q; want an update that drifts", s.Ref(), s.Action, s.Drift)
+		}
+	}
+	want := "NodePool/web-spot-amd64, NodePool/web-on-demand-amd64 will drift: Karpenter replaces their nodes; " +
+		"the access taint poolsmith.dev/access:NoExecute is new on NodePool/web-spot-amd64, NodePool/web-on-demand-amd64: pods need its toleration to run on their nodes"
+	if got := p.DriftNotice(); got != want {
+		t.Errorf("notice:\n got %s\nwant %s", got, want)
+	}
+	// Once written, nothing drifts again.
+	if again := compute(t, plan.Input{Class: wc, Result: res, Live: synced(t, wc, res)}); again.Changed() || again.DriftNotice() != "" {
+		t.Errorf("after the write: %s, notice %q", actions(again), again.DriftNotice())
 	}
 }

@@ -93,6 +93,42 @@ func schedulingTaints(taints []corev1.Taint) []corev1.Taint {
 	return out
 }
 
+// restricted reports whether the class's access rule is enforced: spec.access is set and
+// the AccessRule is rendered.
+func (r *renderer) restricted() bool {
+	return r.class.Spec.Access != nil && r.opts.Capabilities.AccessRules()
+}
+
+// accessTaint is the NoExecute taint every rung of a restricted class carries. A pod that
+// names a node (spec.nodeName) skips the scheduler and every admission rule about nodes;
+// the kubelet still refuses it unless it tolerates the node's NoExecute taints, and the
+// access policy refuses that toleration outside the class's namespaces.
+func accessTaint(class string) corev1.Taint {
+	return corev1.Taint{Key: v1alpha1.TaintAccess, Value: class, Effect: corev1.TaintEffectNoExecute}
+}
+
+// checkReservedTaints refuses the access taint's key in a Baseline's or a class's taints:
+// only the renderer sets it, from spec.access, so a toleration of it means one class.
+func (r *renderer) checkReservedTaints() {
+	msg := v1alpha1.TaintAccess + " is reserved: Poolsmith sets it, with the class's name, on every rung of a class with spec.access"
+	bnp, spec := r.baseline.Spec.NodePool, r.class.Spec
+	for _, l := range []struct {
+		field  string
+		taints v1alpha1.Taints
+	}{
+		{"baseline.spec.nodePool.taints", bnp.Taints},
+		{"baseline.spec.nodePool.startupTaints", bnp.StartupTaints},
+		{"spec.taints", spec.Taints},
+		{"spec.startupTaints", spec.StartupTaints},
+	} {
+		for i, t := range l.taints {
+			if t.Key == v1alpha1.TaintAccess {
+				r.invalid(fmt.Sprintf("%s[%d].key", l.field, i), msg)
+			}
+		}
+	}
+}
+
 // checkAccess refuses an access rule the policy could not enforce: one with no taint of
 // the class's own (without one, any pod may land on its nodes), or a selector that is not
 // a valid label selector.
@@ -180,7 +216,10 @@ func paramKind() *admissionv1.ParamKind {
 // accessPolicy refuses, outside a restricted class's allowed namespaces, a pod (or a
 // workload's pod template) that could land on the class: it selects the class or one of
 // its rungs, or it tolerates every scheduling taint of the class and does not select
-// elsewhere. The binding selects every restricted class's AccessRule: the API server
+// elsewhere. A pod that names a node (spec.nodeName) is judged the same way: a policy
+// cannot read the Node, but every restricted class's nodes carry its NoExecute access
+// taint, which the kubelet refuses a pod for not tolerating, and tolerating it is what
+// this policy judges. The binding selects every restricted class's AccessRule: the API server
 // evaluates the policy once per parameter and refuses if any refuses, so a pod is refused
 // when any restricted class it could land on forbids its namespace.
 //
@@ -200,16 +239,20 @@ func accessPolicy() (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.Valida
 			classKey, rungKey, poolKey),
 	}, " || ")
 	away := strings.Join([]string{
-		`(has(variables.spec.nodeName) && variables.spec.nodeName != "")`,
 		fmt.Sprintf(`(%[1]s in variables.nodeSelector && variables.nodeSelector[%[1]s] != params.spec.class)`, classKey),
 		fmt.Sprintf(`(%[1]s in variables.nodeSelector && !(variables.nodeSelector[%[1]s] in variables.rungs))`, rungKey),
 		fmt.Sprintf(`(%[1]s in variables.nodeSelector && !(variables.nodeSelector[%[1]s] in variables.rungs))`, poolKey),
 		fmt.Sprintf(`(variables.terms.size() > 0 && variables.terms.all(t, has(t.matchExpressions) && t.matchExpressions.exists(e, (e.key == %[1]s && ((e.operator == "In" && has(e.values) && !(params.spec.class in e.values)) || (e.operator == "NotIn" && has(e.values) && params.spec.class in e.values) || e.operator == "DoesNotExist")) || ((e.key == %[2]s || e.key == %[3]s) && ((e.operator == "In" && has(e.values) && !e.values.exists(v, v in variables.rungs)) || e.operator == "DoesNotExist")))))`,
 			classKey, rungKey, poolKey),
 	}, " || ")
-	// Every scheduling taint of the class is tolerated. A class with an access rule has one
-	// of its own (the renderer refuses it otherwise); a rule with none tolerates nothing.
-	tolerates := `variables.taints.size() > 0 && variables.taints.all(x, variables.tolerations.exists(t, (!has(t.effect) || t.effect == "" || t.effect == x.effect) && ((!has(t.key) || t.key == "") ? (has(t.operator) && t.operator == "Exists") : (t.key == x.key && ((has(t.operator) && t.operator == "Exists") || (has(t.value) ? t.value : "") == (has(x.value) ? x.value : ""))))))`
+	// The pod tolerates the class's access taint (enough to run on its nodes when placed by
+	// name), or every other scheduling taint of the class (enough to be scheduled on a node
+	// launched before the access taint existed, until drift replaces it). A class with an
+	// access rule has a taint of its own (the renderer refuses it otherwise); a rule with
+	// none tolerates nothing.
+	tolerated := `variables.tolerations.exists(t, (!has(t.effect) || t.effect == "" || t.effect == x.effect) && ((!has(t.key) || t.key == "") ? (has(t.operator) && t.operator == "Exists") : (t.key == x.key && ((has(t.operator) && t.operator == "Exists") || (has(t.value) ? t.value : "") == (has(x.value) ? x.value : "")))))`
+	accessKey := quote(v1alpha1.TaintAccess)
+	tolerates := fmt.Sprintf(`variables.taints.exists(x, x.key == %[1]s && %[2]s) || (variables.taints.exists(x, x.key != %[1]s) && variables.taints.all(x, x.key == %[1]s || %[2]s))`, accessKey, tolerated)
 	vap := &admissionv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: AdmissionAPIVersion, Kind: KindValidatingPolicy},
 		ObjectMeta: metav1.ObjectMeta{Name: AccessPolicyName},
@@ -282,7 +325,9 @@ func rule(group string, resources ...string) admissionv1.NamedRuleWithOperations
 
 // defaultsPolicy gives a pod created in a namespace labelled poolsmith.dev/default-class=<class>
 // that selects no class the class's nodeSelector and a toleration for each of its
-// scheduling taints, keeping its own entries. Its parameters are every class's AccessRule;
+// scheduling taints (a restricted class's NoExecute access taint among them), keeping its
+// own entries. A pod that names a node gets the tolerations only: a nodeSelector the node
+// may not match would make the kubelet refuse it wherever it named. Its parameters are every class's AccessRule;
 // only the one of the namespace's class patches, and not where the class's access rule
 // excludes the namespace. nodeSelector and tolerations are atomic, which an
 // ApplyConfiguration mutation may not change, so it is a JSONPatch. failurePolicy Ignore:
@@ -291,12 +336,12 @@ func defaultsPolicy() (*admissionv1.MutatingAdmissionPolicy, *admissionv1.Mutati
 	keys := quoteList([]string{v1alpha1.LabelClass, v1alpha1.LabelRung, labelNodePool})
 	conditions := []admissionv1.MatchCondition{
 		{Name: "not-a-daemonset-pod", Expression: notDaemonSetPod},
-		{Name: "selects-no-class", Expression: `!(has(object.spec.nodeName) && object.spec.nodeName != "") && !(has(object.spec.nodeSelector) && object.spec.nodeSelector.exists(k, k in ` + keys + `)) && !(has(object.spec.affinity) && has(object.spec.affinity.nodeAffinity) && has(object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution) && object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.exists(t, has(t.matchExpressions) && t.matchExpressions.exists(e, e.key in ` + keys + `)))`},
+		{Name: "selects-no-class", Expression: `!(has(object.spec.nodeSelector) && object.spec.nodeSelector.exists(k, k in ` + keys + `)) && !(has(object.spec.affinity) && has(object.spec.affinity.nodeAffinity) && has(object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution) && object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.exists(t, has(t.matchExpressions) && t.matchExpressions.exists(e, e.key in ` + keys + `)))`},
 	}
 	classKey, defaultKey := quote(v1alpha1.LabelClass), quote(v1alpha1.LabelDefaultClass)
 	toleration := `Object.spec.tolerations{key: x.key, operator: "Equal", value: has(x.value) ? x.value : "", effect: x.effect}`
 	patch := fmt.Sprintf(`!(%[2]s in variables.labels && variables.labels[%[2]s] == params.spec.class && variables.allowed) ? [] : `+
-		`(has(object.spec.nodeSelector) ? [JSONPatch{op: "add", path: "/spec/nodeSelector/" + jsonpatch.escapeKey(%[1]s), value: params.spec.class}] : [JSONPatch{op: "add", path: "/spec/nodeSelector", value: {%[1]s: params.spec.class}}]) + `+
+		`((has(object.spec.nodeName) && object.spec.nodeName != "") ? [] : (has(object.spec.nodeSelector) ? [JSONPatch{op: "add", path: "/spec/nodeSelector/" + jsonpatch.escapeKey(%[1]s), value: params.spec.class}] : [JSONPatch{op: "add", path: "/spec/nodeSelector", value: {%[1]s: params.spec.class}}])) + `+
 		`(!has(params.spec.taints) || params.spec.taints.size() == 0 ? [] : (has(object.spec.tolerations) ? params.spec.taints.map(x, JSONPatch{op: "add", path: "/spec/tolerations/-", value: %[3]s}) : [JSONPatch{op: "add", path: "/spec/tolerations", value: params.spec.taints.map(x, %[3]s)}]))`,
 		classKey, defaultKey, toleration)
 	mp := &admissionv1.MutatingAdmissionPolicy{

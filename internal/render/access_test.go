@@ -167,3 +167,62 @@ func TestAdmissionPoliciesCompile(t *testing.T) {
 		}
 	}
 }
+
+// A restricted class's rungs each carry its own NoExecute taint, after the class's other
+// taints; its AccessRule lists it, so the policy judges a toleration of it and the
+// namespace defaults add one. An open class, or access policies turned off, add none.
+func TestARestrictedClassTaintsItsRungsNoExecute(t *testing.T) {
+	access := corev1.Taint{Key: v1alpha1.TaintAccess, Value: "gpu", Effect: corev1.TaintEffectNoExecute}
+	res := mustRender(t, baseline(), class("gpu", v1alpha1.ProfileGPU, withAccess("ml-train")))
+	for _, np := range res.NodePools {
+		taints := np.Spec.Template.Spec.Taints
+		if len(taints) != 3 || taints[len(taints)-1] != access {
+			t.Errorf("%s taints = %v, want the class's two and then %v", np.Name, taints, access)
+		}
+		traced := 0
+		for _, f := range res.Provenance {
+			if f.Object == "NodePool/"+np.Name && strings.HasPrefix(f.Path, "spec.template.spec.taints[poolsmith.dev/access:NoExecute]") {
+				traced++
+				if f.Origin != render.OriginComputed("access") {
+					t.Errorf("%s: %s has origin %q", np.Name, f.Path, f.Origin)
+				}
+			}
+		}
+		if traced == 0 {
+			t.Errorf("%s: the access taint is not in the provenance", np.Name)
+		}
+	}
+	if rule := res.AccessRule(); !slices.Contains(rule.Spec.Taints, access) {
+		t.Errorf("AccessRule taints = %v lack %v", rule.Spec.Taints, access)
+	}
+	open := mustRender(t, baseline(), class("web", v1alpha1.ProfileGeneral))
+	off, err := render.Render(baseline(), class("gpu", v1alpha1.ProfileGPU, withAccess("ml-train")), render.Options{Capabilities: capabilities.Capabilities{NoAccessPolicies: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*render.Result{open, off} {
+		for _, np := range r.NodePools {
+			for _, taint := range np.Spec.Template.Spec.Taints {
+				if taint.Key == v1alpha1.TaintAccess {
+					t.Errorf("%s carries %v though its access rule is not enforced", np.Name, taint)
+				}
+			}
+		}
+	}
+}
+
+// Only the renderer sets the access taint: a class or Baseline that sets the key could
+// otherwise make a toleration of one class's taint mean another's nodes.
+func TestTheAccessTaintKeyIsReserved(t *testing.T) {
+	wc := class("web", v1alpha1.ProfileGeneral)
+	wc.Spec.Taints = v1alpha1.Taints{taint(v1alpha1.TaintAccess, "gpu", corev1.TaintEffectNoExecute)}
+	if _, err := render.Render(baseline(), wc, render.Options{}); err == nil || !strings.Contains(err.Error(), "spec.taints[0].key: poolsmith.dev/access is reserved") {
+		t.Errorf("class: err = %v", err)
+	}
+	b := baseline(func(b *v1alpha1.Baseline) {
+		b.Spec.NodePool.StartupTaints = v1alpha1.Taints{taint(v1alpha1.TaintAccess, "x", corev1.TaintEffectNoSchedule)}
+	})
+	if _, err := render.Render(b, class("web", v1alpha1.ProfileGeneral), render.Options{}); err == nil || !strings.Contains(err.Error(), "baseline.spec.nodePool.startupTaints[0].key: poolsmith.dev/access is reserved") {
+		t.Errorf("baseline: err = %v", err)
+	}
+}

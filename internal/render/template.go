@@ -70,6 +70,11 @@ func (r *renderer) template() *template {
 	t.startupTaints = unionTaints(tmplPath+".spec.startupTaints", o,
 		layer[v1alpha1.Taints]{bnp.StartupTaints, OriginBaseline},
 		layer[v1alpha1.Taints]{spec.StartupTaints, OriginClass})
+	r.checkReservedTaints()
+	if r.restricted() {
+		t.taints = append(t.taints, accessTaint(r.class.Name))
+		o.set(tmplPath+".spec.taints["+v1alpha1.TaintAccess+":"+string(corev1.TaintEffectNoExecute)+"]", OriginComputed("access"))
+	}
 
 	// Durations are resolved as strings and parsed once per object: a NillableDuration left
 	// zero would marshal as Never.

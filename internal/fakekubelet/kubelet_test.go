@@ -1,0 +1,118 @@
+package fakekubelet_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/poolsmith/poolsmith/internal/fakekubelet"
+	"github.com/poolsmith/poolsmith/internal/testenv"
+)
+
+var access = corev1.Taint{Key: "poolsmith.dev/access", Value: "ml", Effect: corev1.TaintEffectNoExecute}
+
+func node(taints ...corev1.Taint) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: corev1.NodeSpec{Taints: taints}}
+}
+
+func pod(tolerations ...corev1.Toleration) *corev1.Pod {
+	return &corev1.Pod{Spec: corev1.PodSpec{NodeName: "n", Tolerations: tolerations}}
+}
+
+// TestAdmit mirrors the kubelet's NoExecute check (pkg/kubelet/lifecycle/predicate.go,
+// generalFilter): every NoExecute taint must be tolerated, NoSchedule ones are not checked.
+func TestAdmit(t *testing.T) {
+	noSchedule := corev1.Taint{Key: "example.com/dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}
+	for _, tc := range []struct {
+		name  string
+		node  *corev1.Node
+		pod   *corev1.Pod
+		admit bool
+	}{
+		{"no taints", node(), pod(), true},
+		{"node gone", nil, pod(), true},
+		{"an untolerated NoSchedule taint is the scheduler's", node(noSchedule), pod(), true},
+		{"an untolerated NoExecute taint", node(noSchedule, access), pod(), false},
+		{"only the NoSchedule taint tolerated", node(noSchedule, access), pod(corev1.Toleration{Key: noSchedule.Key, Value: "ml", Effect: corev1.TaintEffectNoSchedule}), false},
+		{"tolerated by key and value", node(access), pod(corev1.Toleration{Key: access.Key, Operator: corev1.TolerationOpEqual, Value: "ml", Effect: corev1.TaintEffectNoExecute}), true},
+		{"tolerated with no operator (Equal)", node(access), pod(corev1.Toleration{Key: access.Key, Value: "ml"}), true},
+		{"another value", node(access), pod(corev1.Toleration{Key: access.Key, Value: "web", Effect: corev1.TaintEffectNoExecute}), false},
+		{"Exists on the key", node(access), pod(corev1.Toleration{Key: access.Key, Operator: corev1.TolerationOpExists}), true},
+		{"Exists with no key tolerates everything", node(access), pod(corev1.Toleration{Operator: corev1.TolerationOpExists}), true},
+		{"the right key with the NoSchedule effect", node(access), pod(corev1.Toleration{Key: access.Key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}), false},
+		{"Gt is off by default", node(corev1.Taint{Key: "n", Value: "5", Effect: corev1.TaintEffectNoExecute}), pod(corev1.Toleration{Key: "n", Operator: corev1.TolerationOpGt, Value: "1"}), false},
+		{"one of two NoExecute taints tolerated", node(access, corev1.Taint{Key: "other", Effect: corev1.TaintEffectNoExecute}), pod(corev1.Toleration{Key: access.Key, Operator: corev1.TolerationOpExists}), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reason, message, ok := fakekubelet.Admit(tc.pod, tc.node)
+			if ok != tc.admit {
+				t.Fatalf("admitted %v, want %v", ok, tc.admit)
+			}
+			if !ok && (reason != "TaintToleration" || message != "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate") {
+				t.Errorf("reason %q message %q: not the kubelet's", reason, message)
+			}
+		})
+	}
+}
+
+// TestSyncRejectsAPodThatDoesNotTolerateItsNode drives one pass against a real API server:
+// two pods name a node with a NoExecute taint; the one that tolerates it runs, the other
+// is reported Failed as the kubelet reports it, and stays Failed on the next pass.
+func TestSyncRejectsAPodThatDoesNotTolerateItsNode(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Skip("needs KUBEBUILDER_ASSETS (a control plane from hack/envtest.sh)")
+	}
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	ctx, c := context.Background(), env.Client
+
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-1.ec2.internal", Annotations: map[string]string{fakekubelet.Annotation: "true"}},
+		Spec:       corev1.NodeSpec{Taints: []corev1.Taint{access}},
+	}
+	if err := c.Create(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string, tolerations ...corev1.Toleration) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: corev1.PodSpec{NodeName: n.Name, Tolerations: tolerations,
+				Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
+		}
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	mk("tolerates", corev1.Toleration{Key: access.Key, Value: access.Value, Effect: corev1.TaintEffectNoExecute})
+	mk("named")
+	k := &fakekubelet.Kubelet{Client: c, Log: logr.Discard()}
+	for range 2 {
+		if err := k.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := func(name string) *corev1.Pod {
+		p := &corev1.Pod{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if p := got("tolerates"); p.Status.Phase != corev1.PodRunning {
+		t.Errorf("the tolerating pod is %s, want Running", p.Status.Phase)
+	}
+	p := got("named")
+	if p.Status.Phase != corev1.PodFailed || p.Status.Reason != "TaintToleration" ||
+		p.Status.Message != "Pod was rejected: Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate" {
+		t.Errorf("the pod that does not tolerate the node's NoExecute taint: phase %s reason %q message %q", p.Status.Phase, p.Status.Reason, p.Status.Message)
+	}
+}
