@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/cloudprovider"
 	"sigs.k8s.io/karpenter/pkg/controllers/provisioning/scheduling"
@@ -100,7 +99,7 @@ func Run(ctx context.Context, nodePools []*karpv1.NodePool, pods []*corev1.Pod, 
 		MinValuesPolicy:  options.MinValuesPolicyStrict,
 		FeatureGates:     options.FeatureGates{ReservedCapacity: true},
 	})
-	kube := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
+	kube := emptyCluster{scheme: scheme.Scheme}
 	clk := clock.RealClock{}
 	cluster := state.NewCluster(clk, kube, &cloudProvider{its: its})
 	topology, err := scheduling.NewTopology(ctx, kube, cluster, nil, nodePools, byPool, pods)

@@ -1,7 +1,10 @@
 // Package validate checks objects against CRDs in-process, through kube-apiserver's own
-// custom-resource code (k8s.io/apiextensions-apiserver's registry strategy): the OpenAPI
-// schema, metadata name rules, list-type invariants, defaults and CEL rules, including
-// transition rules against the live object on update. The controller validates every
+// custom-resource code: the OpenAPI schema, metadata name rules, list-type invariants,
+// defaults and CEL rules within the server's cost budget, including transition rules and
+// ratcheting against the live object on update. strategy.go composes these from the
+// packages k8s.io/apiextensions-apiserver's registry strategy composes, without importing
+// the registry (which links the apiserver's storage and the etcd client into the binary;
+// a test in this package fails if any of them returns). The controller validates every
 // object a plan would write before the first write; the CLI validates its inputs against
 // Poolsmith's CRDs and its outputs against Karpenter's, so both refuse what the cluster
 // would refuse. It is pure: no client, no I/O beyond the embedded CRDs.

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
-	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -101,7 +100,7 @@ func checkMatch(m *admissionv1.MatchResources, conds []admissionv1.MatchConditio
 func checkVariables(vars []admissionv1.Variable, path *field.Path, c *plugincel.CompositedCompiler, opts plugincel.OptionalVariableDeclarations) field.ErrorList {
 	var errs field.ErrorList
 	for i, v := range vars {
-		res := c.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, opts, environment.StoredExpressions)
+		res := c.CompileAndStoreVariable(&variable{name: v.Name, expression: v.Expression}, opts, environment.StoredExpressions)
 		if res.Error != nil {
 			errs = append(errs, field.Invalid(path.Child("variables").Index(i).Child("expression"), v.Expression, res.Error.Detail))
 		}
@@ -134,11 +133,11 @@ func checkValidating(p *admissionv1.ValidatingAdmissionPolicy, path *field.Path)
 	}
 	for i, v := range p.Spec.Validations {
 		vp := path.Child("validations").Index(i)
-		errs = append(errs, compiled(c, &validating.ValidationCondition{Expression: v.Expression}, opts, vp.Child("expression"))...)
+		errs = append(errs, compiled(c, &validationCondition{expression: v.Expression}, opts, vp.Child("expression"))...)
 		if v.MessageExpression != "" {
 			mopts := opts
 			mopts.HasAuthorizer = false
-			errs = append(errs, compiled(c, &validating.MessageExpressionCondition{MessageExpression: v.MessageExpression}, mopts, vp.Child("messageExpression"))...)
+			errs = append(errs, compiled(c, &messageExpressionCondition{messageExpression: v.MessageExpression}, mopts, vp.Child("messageExpression"))...)
 		}
 	}
 	return errs
@@ -213,7 +212,7 @@ func Judge(p *admissionv1.ValidatingAdmissionPolicy, params *unstructured.Unstru
 	}
 	var vals []plugincel.ExpressionAccessor
 	for _, v := range p.Spec.Validations {
-		vals = append(vals, &validating.ValidationCondition{Expression: v.Expression})
+		vals = append(vals, &validationCondition{expression: v.Expression})
 	}
 	gvk := obj.GroupVersionKind()
 	gvr := schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: "pods"}
@@ -267,7 +266,7 @@ func Judge(p *admissionv1.ValidatingAdmissionPolicy, params *unstructured.Unstru
 func convertVariables(vars []admissionv1.Variable) []plugincel.NamedExpressionAccessor {
 	out := make([]plugincel.NamedExpressionAccessor, len(vars))
 	for i, v := range vars {
-		out[i] = &validating.Variable{Name: v.Name, Expression: v.Expression}
+		out[i] = &variable{name: v.Name, expression: v.Expression}
 	}
 	return out
 }

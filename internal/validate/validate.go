@@ -17,10 +17,8 @@ import (
 	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
-	"k8s.io/apiextensions-apiserver/pkg/registry/customresource"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -29,17 +27,9 @@ import (
 	poolsmithcrd "github.com/poolsmith/poolsmith/config/crd"
 )
 
-// strategy is the part of the API server's custom-resource strategy a write goes through.
-type strategy interface {
-	PrepareForCreate(ctx context.Context, obj runtime.Object)
-	PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
-	Validate(ctx context.Context, obj runtime.Object) field.ErrorList
-	ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList
-}
-
 // kind is one served version of one CRD.
 type kind struct {
-	strategy   strategy
+	strategy   *crStrategy
 	structural *structuralschema.Structural
 }
 
@@ -91,19 +81,20 @@ func newKind(crd *apiextensionsv1.CustomResourceDefinition, ver apiextensionsv1.
 	if err != nil {
 		return nil, err
 	}
-	var status *apiextensionsinternal.CustomResourceSubresourceStatus
-	var statusValidator apiservervalidation.SchemaValidator
-	if sub, _ := apihelpers.GetSubresourcesForVersion(crd, ver.Name); sub != nil && sub.Status != nil {
-		status = &apiextensionsinternal.CustomResourceSubresourceStatus{}
-		if s, ok := internal.OpenAPIV3Schema.Properties["status"]; ok {
-			if statusValidator, _, err = apiservervalidation.NewSchemaValidator(&s); err != nil {
-				return nil, err
+	hasStatus := false
+	var scale *apiextensionsinternal.CustomResourceSubresourceScale
+	if sub, _ := apihelpers.GetSubresourcesForVersion(crd, ver.Name); sub != nil {
+		hasStatus = sub.Status != nil
+		if sub.Scale != nil {
+			scale = &apiextensionsinternal.CustomResourceSubresourceScale{
+				SpecReplicasPath:   sub.Scale.SpecReplicasPath,
+				StatusReplicasPath: sub.Scale.StatusReplicasPath,
+				LabelSelectorPath:  sub.Scale.LabelSelectorPath,
 			}
 		}
 	}
 	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: ver.Name, Kind: crd.Spec.Names.Kind}
-	s := customresource.NewStrategy(nil, crd.Spec.Scope == apiextensionsv1.NamespaceScoped, gvk,
-		schemaValidator, statusValidator, structural, status, nil, ver.SelectableFields)
+	s := newCRStrategy(gvk, crd.Spec.Scope == apiextensionsv1.NamespaceScoped, schemaValidator, structural, hasStatus, scale)
 	return &kind{strategy: s, structural: structural}, nil
 }
 
@@ -165,9 +156,8 @@ func (v *Validator) Create(obj map[string]any) error {
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
-	k.strategy.PrepareForCreate(ctx, u)
-	return invalid(u, k.strategy.Validate(ctx, u))
+	k.strategy.PrepareForCreate(u)
+	return invalid(u, k.strategy.Validate(context.Background(), u))
 }
 
 // Update returns the error the API server would answer an update of old to obj with, or
@@ -184,9 +174,8 @@ func (v *Validator) Update(obj, old map[string]any) error {
 	if err != nil {
 		return fmt.Errorf("the live object: %w", err)
 	}
-	ctx := context.Background()
-	k.strategy.PrepareForUpdate(ctx, u, o)
-	return invalid(u, k.strategy.ValidateUpdate(ctx, u, o))
+	k.strategy.PrepareForUpdate(u, o)
+	return invalid(u, k.strategy.ValidateUpdate(context.Background(), u, o))
 }
 
 // Defaulted is obj as the API server would store it: unknown fields pruned and the CRD's
