@@ -86,11 +86,11 @@ test: manifests generate fmt vet envtest helm ## Run every test against a real k
 
 .PHONY: e2e
 e2e: envtest ginkgo ## Run the end-to-end suite: real Karpenter, scheduler and controller manager on a simulated EC2.
-	go vet -tags e2e ./test/e2e/ ./internal/demo/
+	go vet -tags e2e ./test/e2e/ ./internal/harness/demo/
 	@# The demo's smoke test (its own cluster) runs beside the suite, whose critical path
 	@# is mostly waiting; its output follows the suite's.
 	@export KUBEBUILDER_ASSETS="$$(hack/envtest.sh 2>/dev/null)"; demo_log="$$(mktemp)"; \
-	go test -tags e2e -timeout $(E2E_TIMEOUT) ./internal/demo/ $(TESTFLAGS) >"$$demo_log" 2>&1 & demo=$$!; \
+	go test -tags e2e -timeout $(E2E_TIMEOUT) ./internal/harness/demo/ $(TESTFLAGS) >"$$demo_log" 2>&1 & demo=$$!; \
 	suite=0; $(GINKGO) -p --procs $(E2E_PROCS) --tags e2e --timeout $(E2E_TIMEOUT) $(E2EFLAGS) ./test/e2e/ || suite=$$?; \
 	smoke=0; wait $$demo || smoke=$$?; \
 	echo "e2e: the demo's smoke test, run beside the suite:"; cat "$$demo_log"; rm -f "$$demo_log"; \

@@ -170,7 +170,7 @@ require (
 // build uses the package; v1.35.25 is the newest version the proxy serves.
 replace github.com/aws/aws-sdk-go-v2/service/timestreamwrite => github.com/aws/aws-sdk-go-v2/service/timestreamwrite v1.35.25
 
-// The end-to-end harness (internal/fakeec2, internal/localcluster) imports the provider's
+// The end-to-end harness (internal/harness/fakeec2, internal/harness/localcluster) imports the provider's
 // pkg/fake and pkg/operator, whose tests ask for an fis version the module proxy refuses.
 // Nothing in the poolsmith binary imports them.
 replace github.com/aws/aws-sdk-go-v2/service/fis => github.com/aws/aws-sdk-go-v2/service/fis v1.38.2

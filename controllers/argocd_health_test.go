@@ -11,7 +11,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
-	"github.com/poolsmith/poolsmith/internal/argocd"
+	"github.com/poolsmith/poolsmith/internal/harness/argocd"
 )
 
 const healthScript = "../config/argocd/health.lua"

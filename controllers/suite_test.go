@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/poolsmith/poolsmith/internal/capabilities"
+	"github.com/poolsmith/poolsmith/internal/harness/testenv"
 	"github.com/poolsmith/poolsmith/internal/operator"
-	"github.com/poolsmith/poolsmith/internal/testenv"
 	"github.com/poolsmith/poolsmith/internal/validate"
 )
 

@@ -19,7 +19,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
-	"github.com/poolsmith/poolsmith/internal/classgen"
+	"github.com/poolsmith/poolsmith/internal/harness/classgen"
 )
 
 // familyVersions are the resourceVersions of a class's EC2NodeClass and NodePools.

@@ -7,7 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/poolsmith/poolsmith/internal/testenv"
+	"github.com/poolsmith/poolsmith/internal/harness/testenv"
 )
 
 var (

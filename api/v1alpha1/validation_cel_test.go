@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
-	"github.com/poolsmith/poolsmith/internal/testenv"
+	"github.com/poolsmith/poolsmith/internal/harness/testenv"
 )
 
 // validClass is a WorkloadClass that sets most fields; every invalid row breaks one rule.

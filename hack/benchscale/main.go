@@ -53,10 +53,10 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/harness/testenv"
 	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/scheme"
-	"github.com/poolsmith/poolsmith/internal/testenv"
 	"github.com/poolsmith/poolsmith/internal/validate"
 )
 

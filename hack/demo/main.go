@@ -1,4 +1,4 @@
-// Command demo is what `make demo` runs: it starts a local cluster (internal/localcluster:
+// Command demo is what `make demo` runs: it starts a local cluster (internal/harness/localcluster:
 // kube-apiserver, etcd, kube-scheduler and kube-controller-manager built by
 // hack/envtest.sh, Karpenter v1.15.0 with its AWS provider on a simulated EC2 account, and
 // Poolsmith's manager), applies config/samples/, waits until Karpenter reports every class
@@ -15,7 +15,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/poolsmith/poolsmith/internal/demo"
+	"github.com/poolsmith/poolsmith/internal/harness/demo"
 )
 
 func main() {

@@ -17,10 +17,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/harness/testenv"
 	"github.com/poolsmith/poolsmith/internal/manifest"
 	"github.com/poolsmith/poolsmith/internal/migrate"
 	"github.com/poolsmith/poolsmith/internal/render"
-	"github.com/poolsmith/poolsmith/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden")

@@ -16,8 +16,8 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/capabilities"
+	"github.com/poolsmith/poolsmith/internal/harness/testenv"
 	"github.com/poolsmith/poolsmith/internal/operator"
-	"github.com/poolsmith/poolsmith/internal/testenv"
 )
 
 // TestAccessOnAControlPlaneWithoutMutatingAdmissionPolicy runs the manager against a

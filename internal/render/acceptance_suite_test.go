@@ -19,10 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
-	"github.com/poolsmith/poolsmith/internal/classgen"
+	"github.com/poolsmith/poolsmith/internal/harness/classgen"
+	"github.com/poolsmith/poolsmith/internal/harness/testenv"
 	"github.com/poolsmith/poolsmith/internal/manifest"
 	"github.com/poolsmith/poolsmith/internal/render"
-	"github.com/poolsmith/poolsmith/internal/testenv"
 	"github.com/poolsmith/poolsmith/internal/validate"
 )
 

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
-	"github.com/poolsmith/poolsmith/internal/classgen"
+	"github.com/poolsmith/poolsmith/internal/harness/classgen"
 	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/validate"
 )

@@ -13,7 +13,8 @@ import (
 // (apiserver's policy/validating brought them) and controller-runtime's fake client (it
 // brings every group's apply configurations). Nothing Poolsmith runs needs them, and
 // together they made the manager image and the CLI teams download into CI 88 MB instead
-// of 64.
+// of 64. Nor may a binary link the test and demo scaffolding (internal/harness: the
+// local cluster brings all of Karpenter and its fake AWS APIs).
 var forbiddenDeps = []string{
 	"k8s.io/apiserver/pkg/storage",
 	"k8s.io/apiserver/pkg/registry",
@@ -22,6 +23,7 @@ var forbiddenDeps = []string{
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/generic",
 	"google.golang.org/grpc",
 	"sigs.k8s.io/controller-runtime/pkg/client/fake",
+	"github.com/poolsmith/poolsmith/internal/harness",
 }
 
 // TestBinariesLinkNoStorage fails when the manager (the main package, which is also the

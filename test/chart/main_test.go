@@ -17,8 +17,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/poolsmith/poolsmith/internal/harness/testenv"
 	"github.com/poolsmith/poolsmith/internal/manifest"
-	"github.com/poolsmith/poolsmith/internal/testenv"
 )
 
 var (

@@ -13,8 +13,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/poolsmith/poolsmith/internal/harness/testenv"
 	"github.com/poolsmith/poolsmith/internal/manifest"
-	"github.com/poolsmith/poolsmith/internal/testenv"
 	"github.com/poolsmith/poolsmith/test/lockdown"
 )
 

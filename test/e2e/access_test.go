@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
-	"github.com/poolsmith/poolsmith/internal/fakekubelet"
+	"github.com/poolsmith/poolsmith/internal/harness/fakekubelet"
 )
 
 // Issue #22, finding 1: a pod that names a restricted class's node (spec.nodeName) skips

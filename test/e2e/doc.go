@@ -1,6 +1,6 @@
 // Package e2e holds the end-to-end suite: Karpenter v1.15.0's real operator, AWS cloud
 // provider and controllers, kube-scheduler, kube-controller-manager and Poolsmith's
-// manager on one local API server (internal/localcluster), with EC2 and the kubelet
+// manager on one local API server (internal/harness/localcluster), with EC2 and the kubelet
 // simulated. Each scenario asserts what Karpenter did with the ladders Poolsmith wrote:
 // which rung its NodeClaims came from, at which capacity type, architecture and family.
 //
@@ -22,7 +22,7 @@
 //   - use class, Baseline, Deployment and other object names no other scenario uses, and
 //     select its nodes by its class (pods with no class nodeSelector may land anywhere);
 //   - switch capacity off only for instance types no parallel scenario can launch at that
-//     capacity type (see DefaultTypes in internal/localcluster and the families each
+//     capacity type (see DefaultTypes in internal/harness/localcluster and the families each
 //     scenario pins), switch it back on in DeferCleanup, and flush Karpenter's memory of
 //     the failures (cluster.ForgetCapacityErrors) only where the scenario does not prove
 //     what Karpenter does with that memory (docs/karpenter-in-the-loop.md lists which do);

@@ -21,8 +21,8 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/poolsmith/poolsmith/internal/catalog"
-	"github.com/poolsmith/poolsmith/internal/fakeec2"
-	"github.com/poolsmith/poolsmith/internal/localcluster"
+	"github.com/poolsmith/poolsmith/internal/harness/fakeec2"
+	"github.com/poolsmith/poolsmith/internal/harness/localcluster"
 	"github.com/poolsmith/poolsmith/internal/scheme"
 )
 

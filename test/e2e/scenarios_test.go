@@ -26,7 +26,7 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/catalog"
-	"github.com/poolsmith/poolsmith/internal/fakeec2"
+	"github.com/poolsmith/poolsmith/internal/harness/fakeec2"
 	"github.com/poolsmith/poolsmith/internal/manifest"
 )
 

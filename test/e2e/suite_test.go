@@ -16,7 +16,7 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 	. "github.com/onsi/gomega"
 
-	"github.com/poolsmith/poolsmith/internal/localcluster"
+	"github.com/poolsmith/poolsmith/internal/harness/localcluster"
 )
 
 var (

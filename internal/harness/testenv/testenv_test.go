@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/poolsmith/poolsmith/internal/testenv"
+	"github.com/poolsmith/poolsmith/internal/harness/testenv"
 )
 
 var (

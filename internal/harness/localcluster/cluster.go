@@ -20,10 +20,10 @@ import (
 
 	"github.com/poolsmith/poolsmith/internal/capabilities"
 	"github.com/poolsmith/poolsmith/internal/catalog"
-	"github.com/poolsmith/poolsmith/internal/fakeec2"
-	"github.com/poolsmith/poolsmith/internal/fakekubelet"
+	"github.com/poolsmith/poolsmith/internal/harness/fakeec2"
+	"github.com/poolsmith/poolsmith/internal/harness/fakekubelet"
+	"github.com/poolsmith/poolsmith/internal/harness/testenv"
 	"github.com/poolsmith/poolsmith/internal/operator"
-	"github.com/poolsmith/poolsmith/internal/testenv"
 )
 
 // DefaultTypes are the instance types the simulated account offers: enough families,

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/poolsmith/poolsmith/internal/argocd"
+	"github.com/poolsmith/poolsmith/internal/harness/argocd"
 )
 
-const script = "../../config/argocd/health.lua"
+const script = "../../../config/argocd/health.lua"
 
 func class(generation float64, deleting bool, conditions ...map[string]any) map[string]any {
 	meta := map[string]any{"name": "general", "generation": generation}

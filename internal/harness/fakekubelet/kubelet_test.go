@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/poolsmith/poolsmith/internal/fakekubelet"
-	"github.com/poolsmith/poolsmith/internal/testenv"
+	"github.com/poolsmith/poolsmith/internal/harness/fakekubelet"
+	"github.com/poolsmith/poolsmith/internal/harness/testenv"
 )
 
 var access = corev1.Taint{Key: "poolsmith.dev/access", Value: "ml", Effect: corev1.TaintEffectNoExecute}

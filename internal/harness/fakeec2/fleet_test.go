@@ -9,7 +9,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/poolsmith/poolsmith/internal/catalog"
-	"github.com/poolsmith/poolsmith/internal/fakeec2"
+	"github.com/poolsmith/poolsmith/internal/harness/fakeec2"
 )
 
 func newCloud(t *testing.T) *fakeec2.Cloud {

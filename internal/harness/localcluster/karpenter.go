@@ -33,7 +33,7 @@ import (
 	"github.com/aws/karpenter-provider-aws/pkg/providers/version"
 	"github.com/patrickmn/go-cache"
 
-	"github.com/poolsmith/poolsmith/internal/fakeec2"
+	"github.com/poolsmith/poolsmith/internal/harness/fakeec2"
 	"github.com/samber/lo"
 	"sigs.k8s.io/karpenter/pkg/cloudprovider/metrics"
 	"sigs.k8s.io/karpenter/pkg/cloudprovider/overlay"

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/poolsmith/poolsmith/internal/demo"
+	"github.com/poolsmith/poolsmith/internal/harness/demo"
 )
 
 // TestDemo is `make demo` as a smoke test: every sample class must be Ready by
@@ -18,7 +18,7 @@ import (
 func TestDemo(t *testing.T) {
 	var out bytes.Buffer
 	err := demo.Run(context.Background(), &out, demo.Options{
-		SamplesDir: "../../config/samples", WorkloadsDir: "../../config/samples/workloads", Timeout: 3 * time.Minute,
+		SamplesDir: "../../../config/samples", WorkloadsDir: "../../../config/samples/workloads", Timeout: 3 * time.Minute,
 	})
 	t.Log("\n" + out.String())
 	if err != nil {

@@ -25,10 +25,10 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
-	"github.com/poolsmith/poolsmith/internal/fakeec2"
-	"github.com/poolsmith/poolsmith/internal/localcluster"
+	"github.com/poolsmith/poolsmith/internal/harness/fakeec2"
+	"github.com/poolsmith/poolsmith/internal/harness/localcluster"
+	"github.com/poolsmith/poolsmith/internal/harness/testenv"
 	"github.com/poolsmith/poolsmith/internal/manifest"
-	"github.com/poolsmith/poolsmith/internal/testenv"
 )
 
 // FieldManager is the server-side apply field manager the demo applies samples with,

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/poolsmith/poolsmith/internal/harness/testenv"
 	"github.com/poolsmith/poolsmith/internal/render"
-	"github.com/poolsmith/poolsmith/internal/testenv"
 )
 
 // The access policy is failurePolicy Fail over a Poolsmith CRD: installed before the CRD
