@@ -605,15 +605,20 @@ func (s *scenario) run() error {
 	// An event repeated for an unchanged object becomes a series, which the recorder
 	// patches. The controller repeats one only when a pass reads a stale cache, so the
 	// repeat is made deterministic here: the same warning twice through the manager's own
-	// recorder, as its ServiceAccount.
+	// recorder, as its ServiceAccount. The second waits for the first to be created: a
+	// series patch that meets no event yet is retried only after 10 seconds.
 	orphan := &v1alpha1.WorkloadClass{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: s.name("no-baseline")}, orphan); err != nil {
 		return err
 	}
 	recorder := mgr.GetEventRecorder("poolsmith")
-	for range 2 {
-		recorder.Eventf(orphan, nil, corev1.EventTypeWarning, "RBACTestRepeat", "Reconcile", "the same warning, twice")
+	recorder.Eventf(orphan, nil, corev1.EventTypeWarning, "RBACTestRepeat", "Reconcile", "the same warning, twice")
+	if err := s.wait("an event on WorkloadClass no-baseline", func() (bool, error) {
+		return hasEvent(orphan.UID, "RBACTestRepeat")
+	}); err != nil {
+		return err
 	}
+	recorder.Eventf(orphan, nil, corev1.EventTypeWarning, "RBACTestRepeat", "Reconcile", "the same warning, twice")
 	if err := s.wait("a repeated event on WorkloadClass no-baseline to become a series", func() (bool, error) {
 		return hasSeries(orphan.UID, "RBACTestRepeat")
 	}); err != nil {
@@ -1125,7 +1130,7 @@ func everyGrantIsNeeded(t *testing.T, in rbacInstall, tag string) {
 		})
 	}
 	wg.Wait()
-	t.Logf("%d scenarios in %s", len(gs), time.Since(start).Round(time.Second))
+	t.Logf("the sweep of %d grants took %s", len(gs), time.Since(start).Round(time.Second))
 }
 
 func grepLines(text, substr string) string {
