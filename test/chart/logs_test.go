@@ -34,6 +34,26 @@ func (l *logBuffer) Reset() {
 	l.b.Reset()
 }
 
+// Len is how much has been logged.
+func (l *logBuffer) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Len()
+}
+
+// lines is what was logged from offset from to the end of the last whole line, and that
+// end: a reader that passes the end back next time reads each line once.
+func (l *logBuffer) lines(from int) (string, int) {
+	l.mu.Lock()
+	s := l.b.String() // shares the buffer, which Write only appends to
+	l.mu.Unlock()
+	if from > len(s) { // Reset since
+		from = 0
+	}
+	end := from + strings.LastIndexByte(s[from:], '\n') + 1
+	return s[from:end], end
+}
+
 // tail is the last n lines, for failure messages.
 func (l *logBuffer) tail(n int) string {
 	lines := strings.Split(strings.TrimRight(l.String(), "\n"), "\n")

@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -162,14 +165,17 @@ func grants(objs []manifest.Object) []grant {
 	return gs
 }
 
-// apply installs the RBAC, less one grant when without is set.
-func (in rbacInstall) apply(t *testing.T, without *grant) {
+// apply installs the RBAC for one scenario, less one grant when without is set, and
+// returns it as installed: its namespaced objects (ServiceAccount, Roles, RoleBindings)
+// moved to the scenario's namespace ns, and its cluster-scoped ones (ClusterRoles,
+// ClusterRoleBindings) named prefix-<name>, so scenarios install side by side on one API
+// server without sharing a grant. The rules themselves are the install's, less without.
+func (in rbacInstall) apply(t *testing.T, without *grant, ns, prefix string) rbacInstall {
 	t.Helper()
-	for _, ns := range []string{in.sa.Namespace, in.signals.Namespace} {
-		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{scenarioLabel: prefix}}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
 	}
+	out := rbacInstall{name: in.name, sa: types.NamespacedName{Namespace: ns, Name: in.sa.Name}, signals: types.NamespacedName{Namespace: ns, Name: in.signals.Name}}
 	for _, o := range in.objs {
 		u := o.Unstructured.DeepCopy()
 		if without != nil && u.GetKind() == without.Kind && u.GetName() == without.Role && u.GetNamespace() == without.Namespace {
@@ -190,10 +196,44 @@ func (in rbacInstall) apply(t *testing.T, without *grant) {
 			}
 			u.Object["rules"] = rules
 		}
+		switch u.GetNamespace() {
+		case "":
+			u.SetName(prefix + "-" + u.GetName())
+		case in.sa.Namespace:
+			u.SetNamespace(ns)
+		default:
+			t.Fatalf("%s: the sweep moves namespaced RBAC to the scenario's namespace and expects it all in %s, with the ServiceAccount", o.Where(), in.sa.Namespace)
+		}
+		if in.signals.Namespace != in.sa.Namespace {
+			t.Fatalf("%s: the signals ConfigMap (%s) is expected in the ServiceAccount's namespace", in.name, in.signals)
+		}
+		if kind, _, _ := unstructured.NestedString(u.Object, "roleRef", "kind"); kind == "ClusterRole" {
+			name, _, _ := unstructured.NestedString(u.Object, "roleRef", "name")
+			if err := unstructured.SetNestedField(u.Object, prefix+"-"+name, "roleRef", "name"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if subjects, ok, _ := unstructured.NestedSlice(u.Object, "subjects"); ok {
+			for _, sub := range subjects {
+				if m, ok := sub.(map[string]any); ok && m["namespace"] == in.sa.Namespace {
+					m["namespace"] = ns
+				}
+			}
+			if err := unstructured.SetNestedSlice(u.Object, subjects, "subjects"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		labels := u.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[scenarioLabel] = prefix
+		u.SetLabels(labels)
 		if err := env.Client.Patch(ctx, u, client.Apply, client.FieldOwner("rbac-test"), client.ForceOwnership); err != nil {
 			t.Fatalf("applying %s: %v", o.Where(), err)
 		}
 	}
+	return out
 }
 
 // errDetected ends a scenario early: the manager named the forbidden grant.
@@ -201,28 +241,142 @@ type errDetected struct{ where string }
 
 func (e errDetected) Error() string { return "the manager reported it in " + e.where }
 
-// scenario drives the manager through everything its RBAC exists for.
+// scenarioLabel marks what a scenario creates, with its prefix: the manager it runs lists
+// and watches only those (isolate), and its cleanup deletes them.
+const scenarioLabel = "test.poolsmith.dev/rbac-scenario"
+
+// extraClasses are the classes run makes beside the samples.
+var extraClasses = []string{"collide", "collide-ov", "rebalance", "restricted", "blocked", "orphaning"}
+
+// scenario drives the manager through everything its RBAC exists for. Scenarios run side
+// by side on one API server: each has its own namespace (ServiceAccount, Roles, Lease,
+// signals ConfigMap), its own ClusterRoles, and names every cluster-scoped object it makes
+// (classes, Baseline, children, Node, NodeClaim) prefix-<name>.
 type scenario struct {
 	t       *testing.T
-	in      rbacInstall
+	in      rbacInstall // as installed for this scenario
 	without *grant
 	timeout time.Duration
+	prefix  string
+	// user is the ServiceAccount's user name, which the API server names in each refusal.
+	user string
+	// objs are the samples (the Baseline and classes) and classes the ones that must sync,
+	// named for this scenario; all every class the scenario makes.
+	objs         []*unstructured.Unstructured
+	classes, all []string
+	// scanned is how far the log has been searched for this scenario's refusals.
+	scanned int
 }
 
-// visible says where the manager reported the refusal of s.without, if it has.
+// newScenario installs in (less without) for a scenario named prefix and deletes what the
+// scenario made when the test ends.
+func newScenario(t *testing.T, in rbacInstall, without *grant, prefix string, timeout time.Duration) *scenario {
+	s := &scenario{t: t, without: without, timeout: timeout, prefix: prefix, scanned: logs.Len()}
+	s.in = in.apply(t, without, "rbac-"+prefix, prefix)
+	s.user = fmt.Sprintf("system:serviceaccount:%s:%s", s.in.sa.Namespace, s.in.sa.Name)
+	s.objs, s.classes = samples(t, s.name)
+	for _, o := range s.objs {
+		if o.GetKind() == "WorkloadClass" {
+			s.all = append(s.all, o.GetName())
+		}
+	}
+	for _, c := range extraClasses {
+		s.all = append(s.all, s.name(c))
+	}
+	t.Cleanup(s.cleanup)
+	return s
+}
+
+// name is what the scenario calls base: prefix-base.
+func (s *scenario) name(base string) string { return s.prefix + "-" + base }
+
+// mine is the label selector of what the scenario creates.
+func (s *scenario) mine() client.MatchingLabels {
+	return client.MatchingLabels{scenarioLabel: s.prefix}
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// isolate narrows the manager's lists and watches of cluster-scoped kinds to this
+// scenario's objects, with a label selector added to the request, as if the scenario had
+// the API server to itself: the classes, Baselines and namespaces it labelled, and the
+// children of its classes. RBAC authorizes a list or watch regardless of its selectors,
+// so each grant is exercised as on a cluster of its own; gets and writes are untouched.
+func (s *scenario) isolate(rt http.RoundTripper) http.RoundTripper {
+	mine := scenarioLabel + "=" + s.prefix
+	children := fmt.Sprintf("%s in (%s)", v1alpha1.LabelClass, strings.Join(s.all, ","))
+	selectors := map[string]string{
+		"/apis/poolsmith.dev/v1alpha1/workloadclasses": mine,
+		"/apis/poolsmith.dev/v1alpha1/baselines":       mine,
+		"/api/v1/namespaces":                           mine,
+		"/apis/poolsmith.dev/v1alpha1/accessrules":     children,
+		"/apis/karpenter.sh/v1/nodepools":              children,
+		"/apis/karpenter.sh/v1/nodeclaims":             children,
+		"/apis/karpenter.sh/v1alpha1/nodeoverlays":     children,
+		"/apis/karpenter.k8s.aws/v1/ec2nodeclasses":    children,
+	}
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		sel, ok := selectors[req.URL.Path]
+		if !ok || req.Method != http.MethodGet {
+			return rt.RoundTrip(req)
+		}
+		req = req.Clone(req.Context())
+		q := req.URL.Query()
+		if have := q.Get("labelSelector"); have != "" {
+			sel = have + "," + sel
+		}
+		q.Set("labelSelector", sel)
+		req.URL.RawQuery = q.Encode()
+		return rt.RoundTrip(req)
+	})
+}
+
+// ofMine says whether a log line is about this scenario: a refusal names the user, and an
+// admission plugin's refusal names the object (and its owner), all prefixed.
+func (s *scenario) ofMine(line string) bool {
+	return strings.Contains(line, s.user) || strings.Contains(line, `"`+s.prefix+"-")
+}
+
+// log is what the manager logged about this scenario since it began, for failure messages.
+func (s *scenario) log(n int) string {
+	var mine []string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if s.ofMine(l) || strings.Contains(l, "rbac-"+s.prefix) {
+			mine = append(mine, l)
+		}
+	}
+	if len(mine) > n {
+		mine = mine[len(mine)-n:]
+	}
+	return strings.Join(mine, "\n")
+}
+
+// visible says where the manager reported the refusal of s.without, if it has: a line of
+// its log about this scenario, or a condition of one of its classes.
 func (s *scenario) visible() string {
 	if s.without == nil {
 		return ""
 	}
-	text := logs.String()
+	text, end := logs.lines(s.scanned)
+	s.scanned = end
+	refusals := s.without.refusals()
+	for _, l := range strings.Split(text, "\n") {
+		if !s.ofMine(l) {
+			continue
+		}
+		for _, re := range refusals {
+			if re.MatchString(l) {
+				return "its log"
+			}
+		}
+	}
 	classes := &v1alpha1.WorkloadClassList{}
-	if err := env.Client.List(ctx, classes); err != nil {
+	if err := env.Client.List(ctx, classes, s.mine()); err != nil {
 		classes.Items = nil
 	}
-	for _, re := range s.without.refusals() {
-		if re.MatchString(text) {
-			return "its log"
-		}
+	for _, re := range refusals {
 		for _, wc := range classes.Items {
 			for _, c := range wc.Status.Conditions {
 				if re.MatchString(c.Message) {
@@ -257,8 +411,9 @@ func (s *scenario) wait(what string, cond func() (bool, error)) error {
 }
 
 // samples are config/samples' Baseline and classes, plus a class that renders NodeOverlays
-// and one whose Baseline does not exist.
-func samples(t *testing.T) (objs []*unstructured.Unstructured, classes []string) {
+// and one whose Baseline does not exist, each named name(<its name>) and its classes
+// referring to the Baseline by that name.
+func samples(t *testing.T, name func(string) string) (objs []*unstructured.Unstructured, classes []string) {
 	files, err := filepath.Glob(filepath.Join(root, "config/samples/poolsmith_v1alpha1_*.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -268,22 +423,32 @@ func samples(t *testing.T) (objs []*unstructured.Unstructured, classes []string)
 		t.Fatal(err)
 	}
 	for _, o := range loaded {
-		objs = append(objs, o.Unstructured)
-		if o.GetKind() == "WorkloadClass" {
-			classes = append(classes, o.GetName())
-			if o.GetName() == "general" {
-				overlays := o.Unstructured.DeepCopy()
-				overlays.SetName("overlays")
+		u := o.Unstructured.DeepCopy()
+		base := u.GetName()
+		u.SetName(name(base))
+		objs = append(objs, u)
+		if u.GetKind() == "WorkloadClass" {
+			ref, _, _ := unstructured.NestedString(u.Object, "spec", "baselineRef", "name")
+			if ref == "" {
+				ref = "default"
+			}
+			if err := unstructured.SetNestedField(u.Object, name(ref), "spec", "baselineRef", "name"); err != nil {
+				t.Fatal(err)
+			}
+			classes = append(classes, u.GetName())
+			if base == "general" {
+				overlays := u.DeepCopy()
+				overlays.SetName(name("overlays"))
 				if err := unstructured.SetNestedField(overlays.Object, true, "spec", "weighting", "nodeOverlays"); err != nil {
 					t.Fatal(err)
 				}
-				orphan := o.Unstructured.DeepCopy()
-				orphan.SetName("no-baseline")
-				if err := unstructured.SetNestedField(orphan.Object, "missing", "spec", "baselineRef", "name"); err != nil {
+				orphan := u.DeepCopy()
+				orphan.SetName(name("no-baseline"))
+				if err := unstructured.SetNestedField(orphan.Object, name("missing"), "spec", "baselineRef", "name"); err != nil {
 					t.Fatal(err)
 				}
 				objs = append(objs, overlays, orphan)
-				classes = append(classes, "overlays")
+				classes = append(classes, overlays.GetName())
 			}
 		}
 	}
@@ -324,6 +489,12 @@ func countChildren(list client.ObjectList, class string) (int, error) {
 func (s *scenario) run() error {
 	in := s.in
 	apply := func(o client.Object) error {
+		labels := o.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[scenarioLabel] = s.prefix
+		o.SetLabels(labels)
 		return env.Client.Patch(ctx, o, client.Apply, client.FieldOwner("rbac-test"), client.ForceOwnership)
 	}
 	if err := apply(signalsConfigMap(in.signals)); err != nil {
@@ -331,7 +502,8 @@ func (s *scenario) run() error {
 	}
 
 	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s", in.sa.Namespace, in.sa.Name)}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: s.user}
+	cfg.Wrap(s.isolate)
 	mctx, cancel := context.WithCancel(ctx)
 	mgr, err := operator.New(mctx, cfg, operator.Options{
 		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
@@ -371,7 +543,7 @@ func (s *scenario) run() error {
 		return err
 	}
 
-	objs, classes := samples(s.t)
+	objs, classes := s.objs, s.classes
 	for _, o := range objs {
 		if err := apply(o); err != nil {
 			return fmt.Errorf("applying %s %s: %w", o.GetKind(), o.GetName(), err)
@@ -386,26 +558,26 @@ func (s *scenario) run() error {
 		}
 	}
 	if err := s.wait("WorkloadClass no-baseline Synced=False (BaselineNotFound)", func() (bool, error) {
-		c, _, err := condition("no-baseline", v1alpha1.ConditionSynced)
+		c, _, err := condition(s.name("no-baseline"), v1alpha1.ConditionSynced)
 		return c != nil && c.Reason == v1alpha1.ReasonBaselineNotFound, err
 	}); err != nil {
 		return err
 	}
 	if err := s.wait("NodeOverlays for class overlays", func() (bool, error) {
-		n, err := countChildren(&karpv1alpha1.NodeOverlayList{}, "overlays")
+		n, err := countChildren(&karpv1alpha1.NodeOverlayList{}, s.name("overlays"))
 		return n > 0, err
 	}); err != nil {
 		return err
 	}
 	if err := s.wait("WorkloadClass general SignalsCurrent=True (the signals ConfigMap read)", func() (bool, error) {
-		c, _, err := condition("general", v1alpha1.ConditionSignalsCurrent)
+		c, _, err := condition(s.name("general"), v1alpha1.ConditionSignalsCurrent)
 		return c != nil && c.Status == metav1.ConditionTrue, err
 	}); err != nil {
 		return err
 	}
 	if err := s.wait("Baseline default's status to count its classes", func() (bool, error) {
 		b := &v1alpha1.Baseline{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: "default"}, b); err != nil {
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: s.name("default")}, b); err != nil {
 			return false, err
 		}
 		return b.Status.ObservedGeneration == b.Generation && b.Status.Classes > 0, nil
@@ -413,7 +585,7 @@ func (s *scenario) run() error {
 		return err
 	}
 	general := &v1alpha1.WorkloadClass{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: "general"}, general); err != nil {
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: s.name("general")}, general); err != nil {
 		return err
 	}
 	if err := s.wait("the leader-election event (core/v1) on the Lease", func() (bool, error) {
@@ -433,15 +605,20 @@ func (s *scenario) run() error {
 	// An event repeated for an unchanged object becomes a series, which the recorder
 	// patches. The controller repeats one only when a pass reads a stale cache, so the
 	// repeat is made deterministic here: the same warning twice through the manager's own
-	// recorder, as its ServiceAccount.
+	// recorder, as its ServiceAccount. The second waits for the first to be created: a
+	// series patch that meets no event yet is retried only after 10 seconds.
 	orphan := &v1alpha1.WorkloadClass{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: "no-baseline"}, orphan); err != nil {
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: s.name("no-baseline")}, orphan); err != nil {
 		return err
 	}
 	recorder := mgr.GetEventRecorder("poolsmith")
-	for range 2 {
-		recorder.Eventf(orphan, nil, corev1.EventTypeWarning, "RBACTestRepeat", "Reconcile", "the same warning, twice")
+	recorder.Eventf(orphan, nil, corev1.EventTypeWarning, "RBACTestRepeat", "Reconcile", "the same warning, twice")
+	if err := s.wait("an event on WorkloadClass no-baseline", func() (bool, error) {
+		return hasEvent(orphan.UID, "RBACTestRepeat")
+	}); err != nil {
+		return err
 	}
+	recorder.Eventf(orphan, nil, corev1.EventTypeWarning, "RBACTestRepeat", "Reconcile", "the same warning, twice")
 	if err := s.wait("a repeated event on WorkloadClass no-baseline to become a series", func() (bool, error) {
 		return hasSeries(orphan.UID, "RBACTestRepeat")
 	}); err != nil {
@@ -449,7 +626,7 @@ func (s *scenario) run() error {
 	}
 
 	// Prune: general drops its spot rungs.
-	before, err := countChildren(&karpv1.NodePoolList{}, "general")
+	before, err := countChildren(&karpv1.NodePoolList{}, s.name("general"))
 	if err != nil {
 		return err
 	}
@@ -457,8 +634,8 @@ func (s *scenario) run() error {
 		return err
 	}
 	if err := s.wait(fmt.Sprintf("general's spot NodePools pruned (it had %d)", before), func() (bool, error) {
-		n, err := countChildren(&karpv1.NodePoolList{}, "general")
-		c, gen, cerr := condition("general", v1alpha1.ConditionSynced)
+		n, err := countChildren(&karpv1.NodePoolList{}, s.name("general"))
+		c, gen, cerr := condition(s.name("general"), v1alpha1.ConditionSynced)
 		return err == nil && cerr == nil && n > 0 && n < before && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen, errors.Join(err, cerr)
 	}); err != nil {
 		return err
@@ -473,14 +650,14 @@ func (s *scenario) run() error {
 	// class's first pass creates without asking, meets AlreadyExists, reads the object once
 	// (get) and deletes what it created (delete), then reports the conflict.
 	ov := &karpv1alpha1.NodeOverlayList{}
-	if err := env.Client.List(ctx, ov, client.MatchingLabels{v1alpha1.LabelClass: "overlays"}); err != nil || len(ov.Items) == 0 {
+	if err := env.Client.List(ctx, ov, client.MatchingLabels{v1alpha1.LabelClass: s.name("overlays")}); err != nil || len(ov.Items) == 0 {
 		return fmt.Errorf("listing the overlays of class overlays: %v (%d)", err, len(ov.Items))
 	}
-	takenOverlay := &karpv1alpha1.NodeOverlay{ObjectMeta: metav1.ObjectMeta{Name: strings.Replace(ov.Items[0].Name, "overlays-", "collide-ov-", 1)}, Spec: ov.Items[0].Spec}
+	takenOverlay := &karpv1alpha1.NodeOverlay{ObjectMeta: metav1.ObjectMeta{Name: strings.Replace(ov.Items[0].Name, s.name("overlays-"), s.name("collide-ov-"), 1)}, Spec: ov.Items[0].Spec}
 	takenPool := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": map[string]any{"name": "collide-on-demand-amd64"},
+		"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": map[string]any{"name": s.name("collide-on-demand-amd64")},
 		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
-			"nodeClassRef": map[string]any{"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+			"nodeClassRef": map[string]any{"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": s.name("default")},
 			"requirements": []any{map[string]any{"key": "kubernetes.io/arch", "operator": "In", "values": []any{"amd64"}}},
 		}}},
 	}}
@@ -493,10 +670,10 @@ func (s *scenario) run() error {
 	for _, c := range []struct {
 		name     string
 		overlays bool
-	}{{"collide", false}, {"collide-ov", true}} {
+	}{{s.name("collide"), false}, {s.name("collide-ov"), true}} {
 		colliding := &unstructured.Unstructured{}
 		for _, o := range objs {
-			if o.GetName() == "general" {
+			if o.GetName() == s.name("general") {
 				colliding.Object = map[string]any{"apiVersion": o.GetAPIVersion(), "kind": o.GetKind(),
 					"metadata": map[string]any{"name": c.name}, "spec": runtime.DeepCopyJSONValue(o.Object["spec"])}
 			}
@@ -528,20 +705,20 @@ func (s *scenario) run() error {
 	// Updates of each kind of child: a NodePool (ci's limits), the NodeOverlays (fewer
 	// types for overlays), every EC2NodeClass (a Baseline tag).
 	for _, u := range []struct{ class, patch string }{
-		{"ci", `{"spec":{"limits":{"cpu":"123"}}}`},
-		{"overlays", `{"spec":{"instances":{"cpu":{"max":8}}}}`},
+		{s.name("ci"), `{"spec":{"limits":{"cpu":"123"}}}`},
+		{s.name("overlays"), `{"spec":{"instances":{"cpu":{"max":8}}}}`},
 	} {
 		if err := s.patchAndSync(u.class, u.patch); err != nil {
 			return err
 		}
 	}
-	if err := env.Client.Patch(ctx, &v1alpha1.Baseline{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
+	if err := env.Client.Patch(ctx, &v1alpha1.Baseline{ObjectMeta: metav1.ObjectMeta{Name: s.name("default")}},
 		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"nodeClass":{"tags":{"rbac-test":"updated"}}}}`))); err != nil {
 		return err
 	}
 	if err := s.wait("EC2NodeClass ci to carry the Baseline's new tag", func() (bool, error) {
 		nc := &awsv1.EC2NodeClass{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: "ci"}, nc); err != nil {
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: s.name("ci")}, nc); err != nil {
 			return false, err
 		}
 		return nc.Spec.Tags["rbac-test"] == "updated", nil
@@ -558,10 +735,10 @@ func (s *scenario) run() error {
 
 	// Retire: gpu (prunePolicy Retire) drops its spot rungs; they are retired, not deleted.
 	gpu := &v1alpha1.WorkloadClass{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: "gpu"}, gpu); err != nil {
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: s.name("gpu")}, gpu); err != nil {
 		return err
 	}
-	if err := s.patchAndSync("gpu", `{"spec":{"capacityTypes":["on-demand"]}}`); err != nil {
+	if err := s.patchAndSync(s.name("gpu"), `{"spec":{"capacityTypes":["on-demand"]}}`); err != nil {
 		return err
 	}
 	if err := s.wait("a Retiring event on WorkloadClass gpu", func() (bool, error) {
@@ -574,9 +751,9 @@ func (s *scenario) run() error {
 	// stay, released.
 	orphaning := &unstructured.Unstructured{}
 	for _, o := range objs {
-		if o.GetName() == "overlays" { // as applied: only its spec is wanted
+		if o.GetName() == s.name("overlays") { // as applied: only its spec is wanted
 			orphaning.Object = map[string]any{"apiVersion": o.GetAPIVersion(), "kind": o.GetKind(),
-				"metadata": map[string]any{"name": "orphaning"}, "spec": o.Object["spec"]}
+				"metadata": map[string]any{"name": s.name("orphaning")}, "spec": o.Object["spec"]}
 		}
 	}
 	if err := unstructured.SetNestedField(orphaning.Object, "Orphan", "spec", "prunePolicy"); err != nil {
@@ -587,12 +764,12 @@ func (s *scenario) run() error {
 	}
 	var released []string
 	if err := s.wait("WorkloadClass orphaning Synced=True", func() (bool, error) {
-		c, gen, err := condition("orphaning", v1alpha1.ConditionSynced)
+		c, gen, err := condition(s.name("orphaning"), v1alpha1.ConditionSynced)
 		if err != nil || c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != gen {
 			return false, err
 		}
 		pools := &karpv1.NodePoolList{}
-		if err := env.Client.List(ctx, pools, client.MatchingLabels{v1alpha1.LabelClass: "orphaning"}); err != nil {
+		if err := env.Client.List(ctx, pools, client.MatchingLabels{v1alpha1.LabelClass: s.name("orphaning")}); err != nil {
 			return false, err
 		}
 		released = nil
@@ -603,11 +780,11 @@ func (s *scenario) run() error {
 	}); err != nil {
 		return err
 	}
-	if err := env.Client.Delete(ctx, &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: "orphaning"}}); err != nil {
+	if err := env.Client.Delete(ctx, &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: s.name("orphaning")}}); err != nil {
 		return err
 	}
 	if err := s.wait("WorkloadClass orphaning deleted, its NodePools released", func() (bool, error) {
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: "orphaning"}, &v1alpha1.WorkloadClass{}); !apierrors.IsNotFound(err) {
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: s.name("orphaning")}, &v1alpha1.WorkloadClass{}); !apierrors.IsNotFound(err) {
 			return false, err
 		}
 		for _, name := range released {
@@ -625,12 +802,12 @@ func (s *scenario) run() error {
 	}
 
 	// Deletion: the finalizer deletes NodePools and NodeOverlays, then the EC2NodeClass.
-	for _, name := range []string{"overlays", "general"} {
+	for _, name := range []string{s.name("overlays"), s.name("general")} {
 		if err := env.Client.Delete(ctx, &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 			return err
 		}
 	}
-	for _, name := range []string{"overlays", "general"} {
+	for _, name := range []string{s.name("overlays"), s.name("general")} {
 		if err := s.wait("WorkloadClass "+name+" and its children deleted", func() (bool, error) {
 			err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &v1alpha1.WorkloadClass{})
 			if !apierrors.IsNotFound(err) {
@@ -670,8 +847,9 @@ func (s *scenario) run() error {
 func (s *scenario) rebalance(apply func(client.Object) error) error {
 	wc := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "WorkloadClass",
-		"metadata": map[string]any{"name": "rebalance"},
+		"metadata": map[string]any{"name": s.name("rebalance")},
 		"spec": map[string]any{
+			"baselineRef":   map[string]any{"name": s.name("default")},
 			"architectures": []any{"arm64"}, "capacityTypes": []any{"spot", "on-demand"},
 			"instances": map[string]any{"families": []any{"m7g"}}, "fallbackExpireAfter": "Never",
 			"rebalance": map[string]any{"policy": "Preferred", "after": "0s"},
@@ -681,31 +859,31 @@ func (s *scenario) rebalance(apply func(client.Object) error) error {
 		return err
 	}
 	if err := s.wait("WorkloadClass rebalance Synced=True", func() (bool, error) {
-		c, gen, err := condition("rebalance", v1alpha1.ConditionSynced)
+		c, gen, err := condition(s.name("rebalance"), v1alpha1.ConditionSynced)
 		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen, err
 	}); err != nil {
 		return err
 	}
 	top := &karpv1.NodePool{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: "rebalance-spot-arm64"}, top); err != nil {
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: s.name("rebalance-spot-arm64")}, top); err != nil {
 		return err
 	}
 	top.Status.Conditions = []status.Condition{{Type: status.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now(), ObservedGeneration: top.Generation}}
 	if err := env.Client.Status().Update(ctx, top); err != nil {
 		return err
 	}
-	const nodeName = "rbac-rebalance-node"
+	nodeName := s.name("rebalance-node")
 	nc := &karpv1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "rebalance-on-demand-arm64-rbac1",
-			Labels:      map[string]string{karpv1.NodePoolLabelKey: "rebalance-on-demand-arm64", v1alpha1.LabelClass: "rebalance", v1alpha1.LabelRung: "rebalance-on-demand-arm64"},
+		ObjectMeta: metav1.ObjectMeta{Name: s.name("rebalance-on-demand-arm64-rbac1"),
+			Labels:      map[string]string{karpv1.NodePoolLabelKey: s.name("rebalance-on-demand-arm64"), v1alpha1.LabelClass: s.name("rebalance"), v1alpha1.LabelRung: s.name("rebalance-on-demand-arm64")},
 			Annotations: map[string]string{karpv1.NodePoolHashAnnotationKey: "1", karpv1.NodePoolHashVersionAnnotationKey: karpv1.NodePoolHashVersion}},
 		Spec: karpv1.NodeClaimSpec{
-			NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "rebalance"},
+			NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: s.name("rebalance")},
 			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}}},
 		},
 	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rbac-rebalance", Namespace: "default"},
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: s.name("rebalance"), Namespace: "default"},
 		Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
 	for _, o := range []client.Object{nc, node, pod} {
 		if err := env.Client.Create(ctx, o); err != nil {
@@ -716,7 +894,7 @@ func (s *scenario) rebalance(apply func(client.Object) error) error {
 		_ = env.Client.Delete(ctx, pod, client.GracePeriodSeconds(0))
 		_ = env.Client.Delete(ctx, node)
 		_ = env.Client.Delete(ctx, nc)
-		_ = env.Client.Delete(ctx, &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: "rebalance"}})
+		_ = env.Client.Delete(ctx, &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: s.name("rebalance")}})
 	}()
 	nc.Status.NodeName = nodeName
 	if err := env.Client.Status().Update(ctx, nc); err != nil {
@@ -740,15 +918,16 @@ func (s *scenario) access(apply func(client.Object) error) error {
 	class := func(name string) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": v1alpha1.GroupVersion.String(), "kind": "WorkloadClass",
-			"metadata": map[string]any{"name": name},
+			"metadata": map[string]any{"name": s.name(name)},
 			"spec": map[string]any{
+				"baselineRef":   map[string]any{"name": s.name("default")},
 				"architectures": []any{"amd64"}, "capacityTypes": []any{"on-demand"},
 				"taints": []any{map[string]any{"key": "example.com/dedicated", "value": name, "effect": "NoSchedule"}},
 				"access": map[string]any{"namespaces": []any{"ml"}},
 			},
 		}}
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rbac-access", Labels: map[string]string{v1alpha1.LabelDefaultClass: "restricted"}}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.name("access"), Labels: map[string]string{v1alpha1.LabelDefaultClass: s.name("restricted")}}}
 	if err := apply(&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: ns.ObjectMeta}); err != nil {
 		return err
 	}
@@ -756,19 +935,19 @@ func (s *scenario) access(apply func(client.Object) error) error {
 		return err
 	}
 	if err := s.wait("WorkloadClass restricted Synced=True and Access=False DefaultExcluded (namespace rbac-access)", func() (bool, error) {
-		c, gen, err := condition("restricted", v1alpha1.ConditionSynced)
-		a, _, aerr := condition("restricted", v1alpha1.ConditionAccess)
+		c, gen, err := condition(s.name("restricted"), v1alpha1.ConditionSynced)
+		a, _, aerr := condition(s.name("restricted"), v1alpha1.ConditionAccess)
 		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen && a != nil && a.Reason == v1alpha1.ReasonDefaultExcluded, errors.Join(err, aerr)
 	}); err != nil {
 		return err
 	}
-	rule := &v1alpha1.AccessRule{ObjectMeta: metav1.ObjectMeta{Name: "restricted"}}
+	rule := &v1alpha1.AccessRule{ObjectMeta: metav1.ObjectMeta{Name: s.name("restricted")}}
 	if err := env.Client.Patch(ctx, rule, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"rungs":null}}`))); err != nil {
 		return fmt.Errorf("hand-editing AccessRule restricted: %w", err)
 	}
 	if err := s.wait("the hand edit of AccessRule restricted reverted", func() (bool, error) {
 		got := &v1alpha1.AccessRule{}
-		err := env.Client.Get(ctx, client.ObjectKey{Name: "restricted"}, got)
+		err := env.Client.Get(ctx, client.ObjectKey{Name: s.name("restricted")}, got)
 		return len(got.Spec.Rungs) > 0, err
 	}); err != nil {
 		return err
@@ -776,7 +955,7 @@ func (s *scenario) access(apply func(client.Object) error) error {
 	// An AccessRule of another owner holds the name class blocked renders: its create is
 	// refused, the controller reads that name, rolls back what it created, then reads every
 	// name.
-	foreign := &v1alpha1.AccessRule{ObjectMeta: metav1.ObjectMeta{Name: "blocked"}, Spec: v1alpha1.AccessRuleSpec{Class: "someone-elses"}}
+	foreign := &v1alpha1.AccessRule{ObjectMeta: metav1.ObjectMeta{Name: s.name("blocked")}, Spec: v1alpha1.AccessRuleSpec{Class: "someone-elses"}}
 	if err := env.Client.Create(ctx, foreign); err != nil {
 		return err
 	}
@@ -784,27 +963,27 @@ func (s *scenario) access(apply func(client.Object) error) error {
 		return err
 	}
 	if err := s.wait("WorkloadClass blocked Synced=False (OwnershipConflict) and nothing of it left", func() (bool, error) {
-		c, _, err := condition("blocked", v1alpha1.ConditionSynced)
+		c, _, err := condition(s.name("blocked"), v1alpha1.ConditionSynced)
 		if err != nil || c == nil || c.Reason != v1alpha1.ReasonOwnershipConflict {
 			return false, err
 		}
-		pools, err := countChildren(&karpv1.NodePoolList{}, "blocked")
+		pools, err := countChildren(&karpv1.NodePoolList{}, s.name("blocked"))
 		return pools == 0, err
 	}); err != nil {
 		return err
 	}
-	for _, o := range []client.Object{foreign, &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: "blocked"}}} {
+	for _, o := range []client.Object{foreign, &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: s.name("blocked")}}} {
 		if err := env.Client.Delete(ctx, o); err != nil {
 			return err
 		}
 	}
 	// Dropping the rule leaves an AccessRule the access policy does not select.
-	if err := s.patchAndSync("restricted", `{"spec":{"access":null}}`); err != nil {
+	if err := s.patchAndSync(s.name("restricted"), `{"spec":{"access":null}}`); err != nil {
 		return err
 	}
 	return s.wait("restricted's AccessRule no longer restricted", func() (bool, error) {
 		got := &v1alpha1.AccessRule{}
-		err := env.Client.Get(ctx, client.ObjectKey{Name: "restricted"}, got)
+		err := env.Client.Get(ctx, client.ObjectKey{Name: s.name("restricted")}, got)
 		return err == nil && got.Labels[v1alpha1.LabelRestricted] == "false" && len(got.Spec.Access) == 0, err
 	})
 }
@@ -824,7 +1003,7 @@ func (s *scenario) patchAndSync(class, patch string) error {
 // hasEvent says whether an events.k8s.io Event with reason regards the object uid.
 func hasEvent(uid types.UID, reason string) (bool, error) {
 	evs := &eventsv1.EventList{}
-	if err := env.Client.List(ctx, evs); err != nil {
+	if err := env.Client.List(ctx, evs, client.MatchingFields{"regarding.uid": string(uid)}); err != nil {
 		return false, err
 	}
 	for _, e := range evs.Items {
@@ -838,7 +1017,7 @@ func hasEvent(uid types.UID, reason string) (bool, error) {
 // hasSeries says whether an events.k8s.io Event with reason regards uid and has repeated.
 func hasSeries(uid types.UID, reason string) (bool, error) {
 	evs := &eventsv1.EventList{}
-	if err := env.Client.List(ctx, evs); err != nil {
+	if err := env.Client.List(ctx, evs, client.MatchingFields{"regarding.uid": string(uid)}); err != nil {
 		return false, err
 	}
 	for _, e := range evs.Items {
@@ -849,89 +1028,109 @@ func hasSeries(uid types.UID, reason string) (bool, error) {
 	return false, nil
 }
 
-// reset removes what a run left: classes (finalizers stripped: a manager without the
-// rights may have left them), Baselines, children, Leases, and the log.
-func reset(t *testing.T) {
-	t.Helper()
+// cleanup deletes what the scenario made cluster-wide once its manager has stopped: its
+// classes (finalizers stripped: a manager without the rights may have left them),
+// Baseline, children (released ones too, by name: they lost their labels), NodeClaim,
+// Node and ClusterRoles. No garbage collector runs here. Its namespace stays (no
+// namespace controller would empty it) with its Roles, Lease and events.
+func (s *scenario) cleanup() {
 	classes := &v1alpha1.WorkloadClassList{}
-	if err := env.Client.List(ctx, classes); err != nil {
-		t.Fatal(err)
+	if err := env.Client.List(ctx, classes, s.mine()); err != nil {
+		s.t.Errorf("cleaning up: %v", err)
+		return
 	}
 	for i := range classes.Items {
 		wc := &classes.Items[i]
 		if len(wc.Finalizers) > 0 {
 			if err := env.Client.Patch(ctx, wc, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); err != nil && !apierrors.IsNotFound(err) {
-				t.Fatal(err)
+				s.t.Errorf("cleaning up: %v", err)
 			}
 		}
 	}
-	// No garbage collector runs here: children of deleted classes, AccessRules included,
-	// are deleted by hand. The admission policies are the install's and stay.
-	for _, o := range []client.Object{&v1alpha1.WorkloadClass{}, &v1alpha1.Baseline{}, &karpv1.NodePool{}, &karpv1alpha1.NodeOverlay{}, &awsv1.EC2NodeClass{}, &v1alpha1.AccessRule{}} {
-		if err := env.Client.DeleteAllOf(ctx, o); err != nil && !apierrors.IsNotFound(err) {
-			t.Fatal(err)
+	children, err := labels.Parse(fmt.Sprintf("%s in (%s)", v1alpha1.LabelClass, strings.Join(s.all, ",")))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var errs []error
+	for _, o := range []client.Object{&v1alpha1.WorkloadClass{}, &v1alpha1.Baseline{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{}} {
+		errs = append(errs, env.Client.DeleteAllOf(ctx, o, s.mine()))
+	}
+	for _, o := range []client.Object{&karpv1.NodePool{}, &karpv1alpha1.NodeOverlay{}, &awsv1.EC2NodeClass{}, &v1alpha1.AccessRule{}, &karpv1.NodeClaim{}} {
+		errs = append(errs, env.Client.DeleteAllOf(ctx, o, client.MatchingLabelsSelector{Selector: children}))
+	}
+	for _, l := range []client.ObjectList{&karpv1.NodePoolList{}, &karpv1alpha1.NodeOverlayList{}, &corev1.NodeList{}} {
+		if err := env.Client.List(ctx, l); err != nil {
+			errs = append(errs, err)
+			continue
 		}
-	}
-	for _, ns := range []string{"poolsmith-chart", "poolsmith-system"} {
-		_ = env.Client.Delete(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: operator.LeaderElectionID}})
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		n := 0
-		for _, l := range []client.ObjectList{&v1alpha1.WorkloadClassList{}, &karpv1.NodePoolList{}, &awsv1.EC2NodeClassList{}} {
-			if err := env.Client.List(ctx, l); err != nil {
-				t.Fatal(err)
+		_ = meta.EachListItem(l, func(o runtime.Object) error {
+			if obj := o.(client.Object); strings.HasPrefix(obj.GetName(), s.prefix+"-") {
+				if err := env.Client.Delete(ctx, obj); !apierrors.IsNotFound(err) {
+					errs = append(errs, err)
+				}
 			}
-			n += meta.LenList(l)
-		}
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d objects still there 30s after reset", n)
-		}
-		time.Sleep(100 * time.Millisecond)
+			return nil
+		})
 	}
-	logs.Reset()
+	if err := errors.Join(errs...); err != nil {
+		s.t.Errorf("cleaning up: %v", err)
+	}
 }
 
 // reconcilesUnder runs the whole scenario under an install's full RBAC: nothing may be
-// refused.
-func reconcilesUnder(t *testing.T, in rbacInstall) {
-	reset(t)
-	in.apply(t, nil)
-	s := &scenario{t: t, in: in, timeout: 60 * time.Second}
+// refused. It runs alone (the sweeps are parallel tests, which start after it), so any
+// refusal logged meanwhile is its manager's.
+func reconcilesUnder(t *testing.T, in rbacInstall, prefix string) {
+	s := newScenario(t, in, nil, prefix, 60*time.Second)
+	from := logs.Len()
 	if err := s.run(); err != nil {
-		t.Fatalf("under %s's RBAC: %v\nmanager log (last 40 lines):\n%s", in.name, err, logs.tail(40))
+		t.Fatalf("under %s's RBAC: %v\nmanager log (last 40 lines):\n%s", in.name, err, s.log(40))
 	}
-	if strings.Contains(logs.String(), "is forbidden") {
-		t.Errorf("under %s's RBAC the manager was refused something:\n%s", in.name, grepLines(logs.String(), "is forbidden"))
+	if text, _ := logs.lines(from); strings.Contains(text, "is forbidden") {
+		t.Errorf("under %s's RBAC the manager was refused something:\n%s", in.name, grepLines(text, "is forbidden"))
 	}
 }
 
+// sweepWidth is how many one-grant-removed scenarios run at once, the two sweeps
+// together. Each mostly waits for its manager, so they share the API server well; more
+// than this only queues on the machine's CPUs.
+const sweepWidth = 8
+
+var sweepSlots = make(chan struct{}, sweepWidth)
+
 // everyGrantIsNeeded removes each grant in turn and expects the manager to report the
-// refusal, naming the verb and resource, in its log or a class's condition.
-func everyGrantIsNeeded(t *testing.T, in rbacInstall) {
+// refusal, naming the verb and resource, in its log or a class's condition. The
+// scenarios run side by side, each with its own install (newScenario), named tag<n>.
+func everyGrantIsNeeded(t *testing.T, in rbacInstall, tag string) {
+	t.Parallel()
+	start := time.Now()
 	gs := grants(in.objs)
 	sort.Slice(gs, func(i, j int) bool { return gs[i].String() < gs[j].String() })
-	for _, g := range gs {
-		t.Run(g.String(), func(t *testing.T) {
-			reset(t)
-			in.apply(t, &g)
-			s := &scenario{t: t, in: in, without: &g, timeout: 20 * time.Second}
-			start := time.Now()
-			err := s.run()
-			var detected errDetected
-			switch {
-			case errors.As(err, &detected):
-				t.Logf("refused and reported in %s after %s", detected.where, time.Since(start).Round(10*time.Millisecond))
-			case err == nil:
-				t.Errorf("without %s every scenario passed and nothing reported %q: no scenario shows the rule is needed", g, g.forbidden())
-			default:
-				t.Errorf("without %s the scenario failed (%v) but nothing reported %q\nmanager log (last 20 lines):\n%s", g, err, g.forbidden(), logs.tail(20))
-			}
+	var wg sync.WaitGroup
+	for i, g := range gs {
+		wg.Go(func() {
+			sweepSlots <- struct{}{}
+			defer func() { <-sweepSlots }()
+			t.Run(g.String(), func(t *testing.T) {
+				// A scenario that passes ends when the refusal shows; only one that fails
+				// waits out a timeout, so it is generous for a loaded machine.
+				s := newScenario(t, in, &g, fmt.Sprintf("%s%02d", tag, i), 45*time.Second)
+				begun := time.Now()
+				err := s.run()
+				var detected errDetected
+				switch {
+				case errors.As(err, &detected):
+					t.Logf("refused and reported in %s after %s", detected.where, time.Since(begun).Round(10*time.Millisecond))
+				case err == nil:
+					t.Errorf("without %s every scenario passed and nothing reported %q: no scenario shows the rule is needed", g, g.forbidden())
+				default:
+					t.Errorf("without %s the scenario failed (%v) but nothing reported %q\nmanager log (last 20 lines):\n%s", g, err, g.forbidden(), s.log(20))
+				}
+			})
 		})
 	}
+	wg.Wait()
+	t.Logf("the sweep of %d grants took %s", len(gs), time.Since(start).Round(time.Second))
 }
 
 func grepLines(text, substr string) string {
@@ -945,11 +1144,11 @@ func grepLines(text, substr string) string {
 }
 
 func TestChartRBACReconcilesTheSamples(t *testing.T) {
-	reconcilesUnder(t, chartRBAC(t))
+	reconcilesUnder(t, chartRBAC(t), "chart")
 }
 
 func TestConfigDefaultRBACReconcilesTheSamples(t *testing.T) {
-	reconcilesUnder(t, kustomizeRBAC(t))
+	reconcilesUnder(t, kustomizeRBAC(t), "kustomize")
 }
 
 // The chart's RBAC and config/default's come from the same markers: the same grants.
@@ -969,11 +1168,11 @@ func TestChartAndConfigDefaultGrantTheSame(t *testing.T) {
 }
 
 func TestEveryChartRBACRuleIsNeeded(t *testing.T) {
-	everyGrantIsNeeded(t, chartRBAC(t))
+	everyGrantIsNeeded(t, chartRBAC(t), "c")
 }
 
 func TestEveryConfigDefaultRBACRuleIsNeeded(t *testing.T) {
-	everyGrantIsNeeded(t, kustomizeRBAC(t))
+	everyGrantIsNeeded(t, kustomizeRBAC(t), "k")
 }
 
 // writes are the verbs that change objects.
