@@ -8,8 +8,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -125,46 +127,78 @@ var _ = Describe("Generated classes, end to end", func() {
 		g := classgen.New(seed)
 		var disagreements, refused, undecodable []string
 		counts := map[string]int{}
+		var mu sync.Mutex // guards the three lists and counts: classes are judged in parallel
 		// verdict asks the API server (a server-side dry-run create) and the validator.
 		verdict := func(doc map[string]any) error {
 			u := &unstructured.Unstructured{Object: doc}
 			serverErr := env.Client.Create(ctx, u.DeepCopy(), client.DryRunAll)
 			localErr := v.Create(doc)
+			mu.Lock()
+			defer mu.Unlock()
 			if (serverErr == nil) != (localErr == nil) {
 				disagreements = append(disagreements, fmt.Sprintf("%s %s: server %v; validator %v", u.GetKind(), u.GetName(), serverErr, localErr))
 			}
 			counts["objects"]++
 			return serverErr
 		}
-		for range fuzzClasses() {
-			doc := g.Class("default")
+		count := func(what string, n int) {
+			mu.Lock()
+			defer mu.Unlock()
+			counts[what] += n
+		}
+		judge := func(doc map[string]any) {
 			if verdict(doc) != nil {
-				counts["refused by admission"]++
-				continue
+				count("refused by admission", 1)
+				return
 			}
-			counts["admitted"]++
+			count("admitted", 1)
 			// The manager decodes classes into the typed API: one it cannot decode would
 			// break its cache for every class.
 			wc := &v1alpha1.WorkloadClass{}
 			raw, _ := json.Marshal(doc)
 			if err := json.Unmarshal(raw, wc); err != nil {
+				mu.Lock()
 				undecodable = append(undecodable, fmt.Sprintf("%s: %v", raw, err))
-				continue
+				mu.Unlock()
+				return
 			}
 			res, err := render.Render(b, wc, render.Options{})
 			if err != nil {
-				counts["refused by render"]++
-				continue
+				count("refused by render", 1)
+				return
 			}
 			docs, err := res.Objects()
 			Expect(err).NotTo(HaveOccurred())
 			for _, d := range docs {
 				if err := verdict(d); err != nil {
+					mu.Lock()
 					refused = append(refused, fmt.Sprintf("class %s: %v", wc.Name, err))
+					mu.Unlock()
 				}
-				counts["rendered objects"]++
+				count("rendered objects", 1)
 			}
 		}
+		// The generator is seeded, so classes are drawn in order; each class's dry runs are
+		// independent of the others', so they are judged by a few workers at once (the API
+		// server is the bottleneck, and one request at a time left a core idle).
+		classes := make(chan map[string]any, fuzzClasses())
+		for range fuzzClasses() {
+			classes <- g.Class("default")
+		}
+		close(classes)
+		var workers sync.WaitGroup
+		for range 4 {
+			workers.Go(func() {
+				defer GinkgoRecover()
+				for doc := range classes {
+					judge(doc)
+				}
+			})
+		}
+		workers.Wait()
+		sort.Strings(disagreements)
+		sort.Strings(refused)
+		sort.Strings(undecodable)
 		GinkgoWriter.Printf("generated classes (seed %d): %v; refused rendered objects %d; validator disagreements %d; undecodable %d\n", seed, counts, len(refused), len(disagreements), len(undecodable))
 		for _, l := range [][]string{disagreements, refused, undecodable} {
 			for _, m := range l {
