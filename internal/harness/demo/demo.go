@@ -92,6 +92,12 @@ func Run(ctx context.Context, out io.Writer, opts Options) error {
 			return fmt.Errorf("waiting for the workloads' pods to run: %w", err)
 		}
 		fmt.Fprintf(out, "Every pod Running %s after start.\n", since())
+		// New nodes change the usage each rung's share of a class limit is split by, so
+		// Poolsmith updates those NodePools, and Karpenter reports each one Unknown until it
+		// has looked at the new generation: the tables show the classes settled.
+		if err := waitFor(ctx, opts.Timeout, cluster.ManagerErr(), func() []string { return notReady(ctx, cluster.Client, classes) }); err != nil {
+			return fmt.Errorf("waiting for the classes to be Ready with their nodes: %w", err)
+		}
 	}
 	fmt.Fprintln(out)
 	if err := printTables(ctx, out, cluster); err != nil {
