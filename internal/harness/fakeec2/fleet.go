@@ -80,7 +80,8 @@ type candidate struct {
 	order    int
 }
 
-// CreateFleet launches one instance (Karpenter asks for one per NodeClaim) in the best
+// CreateFleet launches TotalTargetCapacity instances (one per NodeClaim; Karpenter batches
+// identical requests) in the best
 // available pool: the highest priority (lowest number) when the request is prioritized,
 // else the cheapest, ties in Karpenter's order. Pools that are off are reported as
 // InsufficientInstanceCapacity, which makes Karpenter mark those offerings unavailable.
@@ -144,45 +145,58 @@ func (c *Cloud) CreateFleet(_ context.Context, in *ec2.CreateFleetInput, _ ...fu
 		return a.order < b.order
 	})
 	chosen := candidates[0]
-	c.mu.Lock()
-	c.next++
-	id := fmt.Sprintf("i-%017x", c.next)
-	lt := c.templates[chosen.template]
-	c.mu.Unlock()
-	image := chosen.image
-	if image == "" {
-		image = lt.image
+	// Karpenter's CreateFleet batcher merges identical requests made at once into one with
+	// TotalTargetCapacity of their count and hands one instance to each; like EC2, launch
+	// them all (one short and the batcher reports an error without overrides, on which
+	// Karpenter v1.15.0's launch path panics).
+	count := max(1, int(aws.ToInt32(in.TargetCapacitySpecification.TotalTargetCapacity)))
+	var ids []string
+	var image string
+	var instanceType ec2types.InstanceType
+	for range count {
+		c.mu.Lock()
+		c.next++
+		id := fmt.Sprintf("i-%017x", c.next)
+		lt := c.templates[chosen.template]
+		c.mu.Unlock()
+		image = chosen.image
+		if image == "" {
+			image = lt.image
+		}
+		instance := ec2types.Instance{
+			InstanceId:     aws.String(id),
+			InstanceType:   ec2types.InstanceType(chosen.InstanceType),
+			ImageId:        aws.String(image),
+			SubnetId:       aws.String(chosen.subnet),
+			Placement:      &ec2types.Placement{AvailabilityZone: aws.String(chosen.Zone), AvailabilityZoneId: aws.String(c.zoneIDs[chosen.Zone])},
+			PrivateDnsName: aws.String(fmt.Sprintf("ip-10-0-%d-%d.ec2.internal", c.next/250, c.next%250)),
+			LaunchTime:     aws.Time(time.Now()),
+			State:          &ec2types.InstanceState{Name: ec2types.InstanceStateNameRunning},
+			Architecture:   ec2types.ArchitectureValues(archOf(c, chosen.InstanceType)),
+		}
+		for _, g := range lt.groups {
+			instance.SecurityGroups = append(instance.SecurityGroups, ec2types.GroupIdentifier{GroupId: aws.String(g)})
+		}
+		for k, v := range launch.Tags {
+			instance.Tags = append(instance.Tags, ec2types.Tag{Key: aws.String(k), Value: aws.String(v)})
+		}
+		if capacityType == karpv1.CapacityTypeSpot {
+			instance.SpotInstanceRequestId = aws.String("sir-" + id[2:])
+			instance.InstanceLifecycle = ec2types.InstanceLifecycleTypeSpot
+		}
+		c.EC2API.Instances.Store(id, instance)
+		one := launch
+		one.Chosen, one.InstanceID = chosen.Pool, id
+		c.record(one)
+		ids = append(ids, id)
+		instanceType = instance.InstanceType
 	}
-	instance := ec2types.Instance{
-		InstanceId:     aws.String(id),
-		InstanceType:   ec2types.InstanceType(chosen.InstanceType),
-		ImageId:        aws.String(image),
-		SubnetId:       aws.String(chosen.subnet),
-		Placement:      &ec2types.Placement{AvailabilityZone: aws.String(chosen.Zone), AvailabilityZoneId: aws.String(c.zoneIDs[chosen.Zone])},
-		PrivateDnsName: aws.String(fmt.Sprintf("ip-10-0-%d-%d.ec2.internal", c.next/250, c.next%250)),
-		LaunchTime:     aws.Time(time.Now()),
-		State:          &ec2types.InstanceState{Name: ec2types.InstanceStateNameRunning},
-		Architecture:   ec2types.ArchitectureValues(archOf(c, chosen.InstanceType)),
-	}
-	for _, g := range lt.groups {
-		instance.SecurityGroups = append(instance.SecurityGroups, ec2types.GroupIdentifier{GroupId: aws.String(g)})
-	}
-	for k, v := range launch.Tags {
-		instance.Tags = append(instance.Tags, ec2types.Tag{Key: aws.String(k), Value: aws.String(v)})
-	}
-	if capacityType == karpv1.CapacityTypeSpot {
-		instance.SpotInstanceRequestId = aws.String("sir-" + id[2:])
-		instance.InstanceLifecycle = ec2types.InstanceLifecycleTypeSpot
-	}
-	c.EC2API.Instances.Store(id, instance)
-	launch.Chosen, launch.InstanceID = chosen.Pool, id
-	c.record(launch)
 	out.Instances = []ec2types.CreateFleetInstance{{
-		InstanceIds:  []string{id},
-		InstanceType: instance.InstanceType,
+		InstanceIds:  ids,
+		InstanceType: instanceType,
 		Lifecycle:    ec2types.InstanceLifecycle(capacityType),
 		LaunchTemplateAndOverrides: &ec2types.LaunchTemplateAndOverridesResponse{Overrides: &ec2types.FleetLaunchTemplateOverrides{
-			SubnetId: aws.String(chosen.subnet), ImageId: aws.String(image), InstanceType: instance.InstanceType, AvailabilityZone: aws.String(chosen.Zone),
+			SubnetId: aws.String(chosen.subnet), ImageId: aws.String(image), InstanceType: instanceType, AvailabilityZone: aws.String(chosen.Zone),
 		}},
 	}}
 	return out, nil

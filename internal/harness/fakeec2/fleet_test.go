@@ -124,3 +124,27 @@ func TestSubnetSelectorsThatMatchNothingFindNothing(t *testing.T) {
 		t.Errorf("found %d subnets for an unknown tag, want 0", len(out.Subnets))
 	}
 }
+
+// Karpenter's batcher merges identical launches made at once into one CreateFleet with
+// TotalTargetCapacity of their count and gives each NodeClaim one instance: EC2 launches
+// them all, and so must the fake (one short, Karpenter v1.15.0 panics on the error the
+// batcher makes up for the missing ones).
+func TestFleetLaunchesTheTotalTargetCapacity(t *testing.T) {
+	c := newCloud(t)
+	in := fleet("on-demand", false, override("c7g.large", "us-east-1a"))
+	in.TargetCapacitySpecification.TotalTargetCapacity = aws.Int32(3)
+	out, err := c.CreateFleet(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Errors) != 0 || len(out.Instances) != 1 || len(out.Instances[0].InstanceIds) != 3 {
+		t.Fatalf("want 3 instances and no error, got instances %+v errors %+v", out.Instances, out.Errors)
+	}
+	ids := map[string]bool{}
+	for _, l := range c.Launches() {
+		ids[l.InstanceID] = l.Chosen.InstanceType == "c7g.large"
+	}
+	if len(ids) != 3 || !ids[out.Instances[0].InstanceIds[2]] {
+		t.Fatalf("launches %+v, want three distinct c7g.large instances", c.Launches())
+	}
+}
