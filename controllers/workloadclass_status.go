@@ -76,7 +76,9 @@ type access struct {
 // setStatus is the one place a WorkloadClass's conditions and status fields are set: it
 // derives them from the pass's outcome and error. Every condition it sets is stamped with
 // the generation it was computed for, and its messages name objects, never random values,
-// so repeated passes do not churn them. It reports whether the pass met a Synced failure that the
+// so repeated passes do not churn them. Ready is True only beside Synced True: a pass
+// that stops before a verdict (an error, a lost write race) never leaves a Ready=True of an
+// older generation standing. It reports whether the pass met a Synced failure that the
 // status did not already hold for this generation, which is announced by one event.
 func setStatus(wc *v1alpha1.WorkloadClass, o outcome, err error) (newFailure bool) {
 	st := &wc.Status
@@ -116,6 +118,12 @@ func setStatus(wc *v1alpha1.WorkloadClass, o outcome, err error) (newFailure boo
 			fmt.Sprintf("EC2NodeClass %s and %d NodePools match the render", o.Rendered.NodeClass.Name, len(o.Rendered.NodePools)))
 		s, reason, message := readiness(o.Rendered, o.Live)
 		set(v1alpha1.ConditionReady, s, reason, message)
+	case prev.Status != metav1.ConditionTrue:
+		// No verdict on this generation yet: a Ready=True of an older one would be stale.
+		if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue {
+			set(v1alpha1.ConditionReady, metav1.ConditionUnknown, v1alpha1.ReasonReconciling,
+				fmt.Sprintf("generation %d is not applied yet; readiness is assessed once it is", wc.Generation))
+		}
 	}
 
 	if a := o.Access; a != nil {

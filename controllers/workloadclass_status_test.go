@@ -9,6 +9,7 @@ import (
 	"github.com/awslabs/operatorpkg/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -306,6 +307,25 @@ func TestSetStatus(t *testing.T) {
 		},
 		wantObserved: statusGen - 1,
 	}, {
+		name:   "an error after a spec change: Reconciling, and no stale Ready=True",
+		before: v1alpha1.WorkloadClassStatus{ObservedGeneration: statusGen - 1, Conditions: []metav1.Condition{syncedBefore, readyBefore, accessBefore}},
+		err:    transient,
+		want: []metav1.Condition{
+			cond(v1alpha1.ConditionSynced, metav1.ConditionUnknown, v1alpha1.ReasonReconciling, "generation 3 is not applied yet", statusGen),
+			cond(v1alpha1.ConditionReady, metav1.ConditionUnknown, v1alpha1.ReasonReconciling, "generation 3 is not applied yet; readiness is assessed once it is", statusGen),
+			accessBefore,
+		},
+		wantObserved: statusGen - 1,
+	}, {
+		name:   "a lost write race after a spec change: the same, without an error",
+		before: v1alpha1.WorkloadClassStatus{ObservedGeneration: statusGen - 1, Conditions: []metav1.Condition{syncedBefore, readyBefore}},
+		o:      outcome{Rendered: rendered(false), Live: allReady()},
+		want: []metav1.Condition{
+			cond(v1alpha1.ConditionSynced, metav1.ConditionUnknown, v1alpha1.ReasonReconciling, "generation 3 is not applied yet", statusGen),
+			cond(v1alpha1.ConditionReady, metav1.ConditionUnknown, v1alpha1.ReasonReconciling, "generation 3 is not applied yet; readiness is assessed once it is", statusGen),
+		},
+		wantObserved: statusGen - 1,
+	}, {
 		name: "an error on a new class: Reconciling, no Ready yet",
 		err:  transient,
 		want: []metav1.Condition{
@@ -437,6 +457,16 @@ func TestSetStatus(t *testing.T) {
 			if newFailure != tc.wantNewFailure {
 				t.Errorf("new failure to announce = %v, want %v", newFailure, tc.wantNewFailure)
 			}
+			// Whatever the outcome, an error never leaves Ready=True beside a Synced that
+			// is not True for the current generation.
+			if tc.err != nil {
+				if r := meta.FindStatusCondition(wc.Status.Conditions, v1alpha1.ConditionReady); r != nil && r.Status == metav1.ConditionTrue {
+					s := meta.FindStatusCondition(wc.Status.Conditions, v1alpha1.ConditionSynced)
+					if s.Status != metav1.ConditionTrue || s.ObservedGeneration != wc.Generation || r.ObservedGeneration != wc.Generation {
+						t.Errorf("an error left Ready=True (generation %d) beside %s=%s (generation %d)", r.ObservedGeneration, s.Type, s.Status, s.ObservedGeneration)
+					}
+				}
+			}
 			if tc.check != nil {
 				tc.check(t, wc.Status)
 			}
@@ -446,4 +476,28 @@ func TestSetStatus(t *testing.T) {
 
 func namespace(name string) corev1.Namespace {
 	return corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+// A pass that reaches no verdict leaves every Ready=True standing only beside a Synced=True
+// of the current generation, whatever status it starts from.
+func TestSetStatusNeverLeavesStaleReady(t *testing.T) {
+	statuses := []metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown}
+	for _, synced := range statuses {
+		for _, syncedGen := range []int64{statusGen - 1, statusGen} {
+			for _, readyGen := range []int64{statusGen - 1, statusGen} {
+				wc := &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: statusGen}}
+				wc.Status.Conditions = []metav1.Condition{
+					cond(v1alpha1.ConditionSynced, synced, "Before", "before", syncedGen),
+					cond(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAllReady, allReadyMsg, readyGen),
+				}
+				setStatus(wc, outcome{}, errors.New("transient"))
+				s := meta.FindStatusCondition(wc.Status.Conditions, v1alpha1.ConditionSynced)
+				r := meta.FindStatusCondition(wc.Status.Conditions, v1alpha1.ConditionReady)
+				if r.Status == metav1.ConditionTrue && (s.Status != metav1.ConditionTrue || s.ObservedGeneration != statusGen) {
+					t.Errorf("Synced=%s (generation %d), Ready=True (generation %d): after the error Ready is still True beside Synced=%s (generation %d)",
+						synced, syncedGen, readyGen, s.Status, s.ObservedGeneration)
+				}
+			}
+		}
+	}
 }
