@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -34,48 +32,20 @@ func classForNamespace(_ context.Context, obj client.Object) []reconcile.Request
 	return nil
 }
 
-// setAccess reports whether the class's access rule is enforced and which namespaces name
-// it their default; a default namespace the rule excludes is an error on the class.
-func (r *WorkloadClassReconciler) setAccess(ctx context.Context, wc *v1alpha1.WorkloadClass) error {
-	if !r.Capabilities.AccessRules() {
-		setCondition(wc, v1alpha1.ConditionAccess, metav1.ConditionFalse, v1alpha1.ReasonAccessDisabled,
-			"the manager runs with --access-policies=false: spec.access and namespace defaults are not enforced")
-		return nil
+// access reads what the Access condition reports (see accessCondition): whether the
+// manager enforces access rules and serves namespace defaults, and which namespaces name
+// the class their default.
+func (r *WorkloadClassReconciler) access(ctx context.Context, wc *v1alpha1.WorkloadClass) (*access, error) {
+	a := &access{Disabled: !r.Capabilities.AccessRules(), NoDefaults: r.Capabilities.NoDefaultPolicies}
+	if a.Disabled {
+		return a, nil
 	}
 	nss := &corev1.NamespaceList{}
 	if err := r.List(ctx, nss, client.MatchingLabels{v1alpha1.LabelDefaultClass: wc.Name}); err != nil {
-		return fmt.Errorf("listing namespaces whose default class is %s: %w", wc.Name, err)
+		return nil, fmt.Errorf("listing namespaces whose default class is %s: %w", wc.Name, err)
 	}
-	var defaults, excluded []string
-	for _, ns := range nss.Items {
-		defaults = append(defaults, ns.Name)
-		if !wc.Spec.Access.Admits(ns.Name, ns.Labels) {
-			excluded = append(excluded, ns.Name)
-		}
-	}
-	sort.Strings(defaults)
-	sort.Strings(excluded)
-	switch {
-	case len(excluded) > 0:
-		setCondition(wc, v1alpha1.ConditionAccess, metav1.ConditionFalse, v1alpha1.ReasonDefaultExcluded,
-			fmt.Sprintf("namespaces %s name this class their default (%s) but spec.access excludes them: their pods get no defaults from it", strings.Join(excluded, ", "), v1alpha1.LabelDefaultClass))
-	case r.Capabilities.NoDefaultPolicies:
-		setCondition(wc, v1alpha1.ConditionAccess, metav1.ConditionFalse, v1alpha1.ReasonDefaultsUnavailable,
-			"the API server does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy: namespace defaults ("+v1alpha1.LabelDefaultClass+") are not applied; access rules are still enforced"+defaultsFor(defaults))
-	case wc.Spec.Access == nil:
-		setCondition(wc, v1alpha1.ConditionAccess, metav1.ConditionTrue, v1alpha1.ReasonAccessOpen, "no access rule: any namespace may use the class"+defaultsFor(defaults))
-	default:
-		setCondition(wc, v1alpha1.ConditionAccess, metav1.ConditionTrue, v1alpha1.ReasonAccessEnforced,
-			fmt.Sprintf("ValidatingAdmissionPolicy %s refuses pods of other namespaces that could run on the class, through AccessRule %s%s", render.AccessPolicyName, wc.Name, defaultsFor(defaults)))
-	}
-	return nil
-}
-
-func defaultsFor(namespaces []string) string {
-	if len(namespaces) == 0 {
-		return ""
-	}
-	return "; default class of namespaces " + strings.Join(namespaces, ", ")
+	a.Defaults = nss.Items
+	return a, nil
 }
 
 // enforceBlocked keeps the class's AccessRule following its spec while the NodePool family
@@ -84,9 +54,9 @@ func defaultsFor(namespaces []string) string {
 // enforced before and spec.access (a narrowing takes effect now, a widening once the family
 // is written), keeps the taints of the family that exists, names every rung the rendered
 // and the live rule know, and is recreated if deleted. res is nil when the class does not
-// render; the rule is then kept from the live one. It reports whether enforcement lags the
-// spec, and sets the Access condition when it does.
-func (r *WorkloadClassReconciler) enforceBlocked(ctx context.Context, wc *v1alpha1.WorkloadClass, res *render.Result, reason string) error {
+// render; the rule is then kept from the live one. It records the rule kept in o, whose
+// Access condition then says that enforcement lags the spec.
+func (r *WorkloadClassReconciler) enforceBlocked(ctx context.Context, wc *v1alpha1.WorkloadClass, res *render.Result, o *outcome) error {
 	if !r.Capabilities.AccessRules() {
 		return nil
 	}
@@ -119,9 +89,6 @@ func (r *WorkloadClassReconciler) enforceBlocked(ctx context.Context, wc *v1alph
 			return fmt.Errorf("narrowing AccessRule %s: %w", wc.Name, err)
 		}
 	}
-	if wc.Spec.Access != nil || len(want.Spec.Access) > 0 {
-		setCondition(wc, v1alpha1.ConditionAccess, metav1.ConditionFalse, v1alpha1.ReasonAccessLagging,
-			fmt.Sprintf("the NodePool family is not written (%s): AccessRule %s enforces access for %s, with the taints and rungs of the family that exists; a wider spec.access takes effect once the family is written", reason, wc.Name, want.Spec.Allowed))
-	}
+	o.Access = &access{Kept: want}
 	return nil
 }

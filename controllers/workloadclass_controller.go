@@ -13,8 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -159,7 +157,8 @@ func (r *WorkloadClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 
 	original := wc.DeepCopy()
-	result, err := r.sync(ctx, wc)
+	o, result, err := r.sync(ctx, wc)
+	r.report(wc, o, err)
 	countError(wc, err)
 	if serr := r.writeStatus(ctx, original, wc); serr != nil {
 		return ctrl.Result{}, errors.Join(err, serr)
@@ -168,56 +167,52 @@ func (r *WorkloadClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 }
 
 // sync renders the class, plans its children, validates every write and carries the
-// plan out, recording the outcome in wc.Status. It never changes children when the
-// Baseline is missing, the spec is invalid, a write would be refused or a foreign object
-// holds a rendered name: a class is written whole or not at all.
-func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.WorkloadClass) (ctrl.Result, error) {
-	// Every outcome below replaces this; it stays only when the pass fails before one.
-	if c := meta.FindStatusCondition(wc.Status.Conditions, v1alpha1.ConditionSynced); c == nil || c.ObservedGeneration != wc.Generation {
-		setCondition(wc, v1alpha1.ConditionSynced, metav1.ConditionUnknown, v1alpha1.ReasonReconciling, fmt.Sprintf("generation %d is not applied yet", wc.Generation))
-	}
+// plan out, and returns what it found and did for setStatus. It never changes children
+// when the Baseline is missing, the spec is invalid, a write would be refused or a
+// foreign object holds a rendered name: a class is written whole or not at all.
+func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.WorkloadClass) (outcome, ctrl.Result, error) {
+	var o outcome
 	baseline := &v1alpha1.Baseline{}
 	name := wc.BaselineName()
 	if err := r.Get(ctx, client.ObjectKey{Name: name}, baseline); err != nil {
 		if !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, fmt.Errorf("getting Baseline %s: %w", name, err)
+			return o, ctrl.Result{}, fmt.Errorf("getting Baseline %s: %w", name, err)
 		}
-		r.notSynced(wc, v1alpha1.ReasonBaselineNotFound, fmt.Sprintf("Baseline %q does not exist; existing children are left as they are until it does", name))
+		o.fail(v1alpha1.ReasonBaselineNotFound, fmt.Sprintf("Baseline %q does not exist; existing children are left as they are until it does", name))
 		// the Baseline watch brings the class back when it appears
-		return ctrl.Result{}, r.enforceBlocked(ctx, wc, nil, v1alpha1.ReasonBaselineNotFound)
+		return o, ctrl.Result{}, r.enforceBlocked(ctx, wc, nil, &o)
 	}
 	if why := decode.Error(baseline); why != "" {
 		msg := fmt.Sprintf("Baseline %q does not decode (%s); existing children are left as they are until it is fixed", name, why)
-		r.notSynced(wc, v1alpha1.ReasonInvalidSpec, msg)
-		return ctrl.Result{}, reconcile.TerminalError(errors.New(msg))
+		o.fail(v1alpha1.ReasonInvalidSpec, msg)
+		return o, ctrl.Result{}, reconcile.TerminalError(errors.New(msg))
 	}
 	cat, freshness, err := r.Signals.Catalog(ctx, r.Client)
 	if err != nil {
-		return ctrl.Result{}, err
+		return o, ctrl.Result{}, err
 	}
 	out, err := r.cluster(wc).Plan(ctx, wc, baseline, render.Options{Region: r.Signals.Region, Catalog: cat})
 	if err != nil {
 		var rerrs render.Errors
 		if errors.As(err, &rerrs) {
-			r.notSynced(wc, rerrs.Reason(), rerrs.Error())
-			return ctrl.Result{}, errors.Join(reconcile.TerminalError(err), r.enforceBlocked(ctx, wc, nil, rerrs.Reason()))
+			o.fail(rerrs.Reason(), rerrs.Error())
+			return o, ctrl.Result{}, errors.Join(reconcile.TerminalError(err), r.enforceBlocked(ctx, wc, nil, &o))
 		}
-		return ctrl.Result{}, err
+		return o, ctrl.Result{}, err
 	}
 	res, p := out.Result, out.Plan
-	wc.Status.Profile = res.Profile
-	wc.Status.NodeClass = res.NodeClass.Name
+	o.Rendered, o.Live = res, out.Live
 	if p.Blocked() {
 		r.rollBackUnfinished(ctx, wc, out.Live)
-		r.setRungs(wc, res, out.Live, nil)
-		r.notSynced(wc, v1alpha1.ReasonOwnershipConflict, conflictMessage(p.Conflicts()))
-		return ctrl.Result{RequeueAfter: conflictRequeue}, r.enforceBlocked(ctx, wc, res, v1alpha1.ReasonOwnershipConflict)
+		o.Ladder = true
+		o.fail(v1alpha1.ReasonOwnershipConflict, conflictMessage(p.Conflicts()))
+		return o, ctrl.Result{RequeueAfter: conflictRequeue}, r.enforceBlocked(ctx, wc, res, &o)
 	}
 	if len(out.Invalid) > 0 {
 		// Karpenter's CRDs would refuse part of the family: write none of it.
 		msg := "Karpenter's CRDs refuse the rendered objects, so nothing is written: " + observe.InvalidMessage(out.Invalid)
-		r.notSynced(wc, v1alpha1.ReasonInvalidSpec, msg)
-		return ctrl.Result{}, errors.Join(reconcile.TerminalError(errors.New(msg)), r.enforceBlocked(ctx, wc, res, v1alpha1.ReasonInvalidSpec))
+		o.fail(v1alpha1.ReasonInvalidSpec, msg)
+		return o, ctrl.Result{}, errors.Join(reconcile.TerminalError(errors.New(msg)), r.enforceBlocked(ctx, wc, res, &o))
 	}
 	if err := r.execute(ctx, wc, p); err != nil {
 		var taken *nameTaken
@@ -225,34 +220,28 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 			// Found at create time (the plan only created, so it asked nothing first).
 			r.taken.Store(wc.UID, true)
 			r.rollBackUnfinished(ctx, wc, out.Live)
-			r.setRungs(wc, res, out.Live, nil)
-			r.notSynced(wc, v1alpha1.ReasonOwnershipConflict, conflictMessage([]string{taken.ref}))
-			return ctrl.Result{RequeueAfter: conflictRequeue}, r.enforceBlocked(ctx, wc, res, v1alpha1.ReasonOwnershipConflict)
+			o.Ladder = true
+			o.fail(v1alpha1.ReasonOwnershipConflict, conflictMessage([]string{taken.ref}))
+			return o, ctrl.Result{RequeueAfter: conflictRequeue}, r.enforceBlocked(ctx, wc, res, &o)
 		}
 		if apierrors.IsConflict(err) {
 			// A child changed after the cache gave it to the plan (someone else writes it):
 			// its watch event brings the class back to plan from the newer object, and
 			// conflictRetry in case it does not. The class has not failed, so neither its
 			// status nor an event says so.
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			return o, ctrl.Result{RequeueAfter: conflictRetry}, nil
 		}
-		r.notSynced(wc, v1alpha1.ReasonApplyFailed, err.Error())
-		return ctrl.Result{}, errors.Join(err, r.enforceBlocked(ctx, wc, res, v1alpha1.ReasonApplyFailed))
-	}
-	if drift := p.DriftNotice(); drift != "" {
-		wc.Status.DriftNotice = drift
-	} else if p.Changed() {
-		wc.Status.DriftNotice = ""
+		o.fail(v1alpha1.ReasonApplyFailed, err.Error())
+		return o, ctrl.Result{}, errors.Join(err, r.enforceBlocked(ctx, wc, res, &o))
 	}
 	r.taken.Delete(wc.UID)
-	r.setRungs(wc, res, out.Live, p.Retiring())
-	r.synced(wc, res, out.Live)
-	if err := r.setAccess(ctx, wc); err != nil {
-		return ctrl.Result{}, err
+	o.Applied, o.Ladder, o.Retiring = true, true, p.Retiring()
+	o.Drift, o.Changed = p.DriftNotice(), p.Changed()
+	if o.Access, err = r.access(ctx, wc); err != nil {
+		return o, ctrl.Result{}, err
 	}
-	setSignalsCondition(wc, freshness, res.CostBased)
-	wc.Status.ObservedGeneration = wc.Generation
-	return requeueForStaleness(ctrl.Result{}, freshness, r.Signals.Clock()), nil
+	o.Signals, o.CostBased = &freshness, res.CostBased
+	return o, requeueForStaleness(ctrl.Result{}, freshness, r.Signals.Clock()), nil
 }
 
 // finalize deletes the class's NodePools, then its EC2NodeClass, then lets the class go.
@@ -295,7 +284,7 @@ func (r *WorkloadClassReconciler) finalize(ctx context.Context, wc *v1alpha1.Wor
 		waiting = fmt.Sprintf("deleting EC2NodeClass %s", live.NodeClass.Name)
 	}
 	if waiting != "" {
-		setCondition(wc, v1alpha1.ConditionSynced, metav1.ConditionFalse, v1alpha1.ReasonDeleting, waiting)
+		r.report(wc, outcome{Deleting: waiting}, nil)
 		if err := r.writeStatus(ctx, original, wc); err != nil {
 			return ctrl.Result{}, err
 		}

@@ -25,8 +25,8 @@ func (r *WorkloadClassReconciler) undecodable(ctx context.Context, wc *v1alpha1.
 	}
 	original := wc.DeepCopy()
 	msg := fmt.Sprintf("the stored spec does not decode (%s): fix the field; existing children are left as they are until then", why)
-	r.notSynced(wc, v1alpha1.ReasonInvalidSpec, msg)
 	err := reconcile.TerminalError(errors.New(msg))
+	r.report(wc, outcome{Failure: &failure{Reason: v1alpha1.ReasonInvalidSpec, Message: msg}}, err)
 	countError(wc, err)
 	if serr := r.writeStatus(ctx, original, wc); serr != nil {
 		return ctrl.Result{}, errors.Join(err, serr)

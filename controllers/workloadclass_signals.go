@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -13,15 +11,6 @@ import (
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/signals"
 )
-
-// setSignalsCondition reports the signals a cost strategy used; a Static class uses none.
-func setSignalsCondition(wc *v1alpha1.WorkloadClass, f signals.Freshness, costBased bool) {
-	if !costBased {
-		meta.RemoveStatusCondition(&wc.Status.Conditions, v1alpha1.ConditionSignalsCurrent)
-		return
-	}
-	setCondition(wc, v1alpha1.ConditionSignalsCurrent, metav1.ConditionStatus(f.Status), f.Reason, f.Message)
-}
 
 // requeueForStaleness brings the class back when fresh signals go stale, or when signals
 // dated a little ahead of this clock come due, so the condition and the weights change

@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/awslabs/operatorpkg/status"
 	corev1 "k8s.io/api/core/v1"
@@ -12,35 +14,205 @@ import (
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/render"
+	"github.com/poolsmith/poolsmith/internal/signals"
 )
 
-// setCondition sets one condition, stamped with the generation it was computed for.
-// Its message names objects, never random values, so repeated passes do not churn it.
-func setCondition(wc *v1alpha1.WorkloadClass, typ string, s metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&wc.Status.Conditions, metav1.Condition{
-		Type: typ, Status: s, Reason: reason, Message: message, ObservedGeneration: wc.Generation,
-	})
+// outcome is what one pass of the WorkloadClass reconciler found and did. Each field is
+// filled as the pass reaches it, so a pass that stops early leaves the rest zero;
+// setStatus turns it, with the pass's error, into every condition and status field.
+type outcome struct {
+	// Deleting names the children the finalizer still waits for; the class is going away.
+	Deleting string
+	// Failure is why the family was not written (Synced=False); nil when it was, or when
+	// the pass stopped on an error it retries before reaching a verdict.
+	Failure *failure
+	// Rendered is the render the pass planned from; nil when the class did not render.
+	Rendered *render.Result
+	// Live are the children the plan was computed against.
+	Live plan.Children
+	// Ladder: status.nodePools reports the rendered ladder against Live (the plan was
+	// carried out, or a foreign object blocked it).
+	Ladder bool
+	// Retiring are the NodePools no longer rendered that wait for their nodes to go.
+	Retiring []*karpv1.NodePool
+	// Applied: every write of the plan went through.
+	Applied bool
+	// Drift is the plan's drift notice; Changed is whether it wrote anything.
+	Drift   string
+	Changed bool
+	// Access is what the pass found of the access rule; nil when it did not look.
+	Access *access
+	// Signals is the verdict on the spot signals the render priced with; nil when the pass
+	// did not finish. CostBased: the class's weights come from prices.
+	Signals   *signals.Freshness
+	CostBased bool
 }
 
-// notSynced records a pass that could not bring the children in line. Readiness is not
-// assessed then. The event is emitted once per distinct failure, not on every retry or
-// conflict requeue.
-func (r *WorkloadClassReconciler) notSynced(wc *v1alpha1.WorkloadClass, reason, message string) {
-	prev := meta.FindStatusCondition(wc.Status.Conditions, v1alpha1.ConditionSynced)
-	repeated := prev != nil && prev.Status == metav1.ConditionFalse && prev.Reason == reason && prev.Message == message
-	setCondition(wc, v1alpha1.ConditionSynced, metav1.ConditionFalse, reason, message)
-	setCondition(wc, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNotSynced, "the class is not Synced: "+reason)
-	if !repeated {
-		r.event(wc, nil, "Warning", reason, "Reconcile", "%s", message)
+// failure is a Synced=False verdict: its reason and message.
+type failure struct {
+	Reason, Message string
+}
+
+// fail records that the family is not written, and why.
+func (o *outcome) fail(reason, message string) {
+	o.Failure = &failure{Reason: reason, Message: message}
+}
+
+// access is what a pass found of the class's access rule and of the namespaces that name
+// it their default.
+type access struct {
+	// Disabled: the manager runs with --access-policies=false.
+	Disabled bool
+	// NoDefaults: the API server serves no MutatingAdmissionPolicy, so namespace defaults
+	// are not applied.
+	NoDefaults bool
+	// Defaults are the namespaces that name the class their default.
+	Defaults []corev1.Namespace
+	// Kept is the AccessRule kept enforcing while the family is not written (see
+	// enforceBlocked).
+	Kept *v1alpha1.AccessRule
+}
+
+// setStatus is the one place a WorkloadClass's conditions and status fields are set: it
+// derives them from the pass's outcome and error. Every condition it sets is stamped with
+// the generation it was computed for, and its messages name objects, never random values,
+// so repeated passes do not churn them. Ready is True only beside Synced True: a pass
+// that stops before a verdict (an error, a lost write race) never leaves a Ready=True of an
+// older generation standing. It reports whether the pass met a Synced failure that the
+// status did not already hold for this generation, which is announced by one event.
+func setStatus(wc *v1alpha1.WorkloadClass, o outcome, err error) (newFailure bool) {
+	st := &wc.Status
+	set := func(typ string, s metav1.ConditionStatus, reason, message string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: typ, Status: s, Reason: reason, Message: message, ObservedGeneration: wc.Generation,
+		})
+	}
+	if o.Deleting != "" {
+		set(v1alpha1.ConditionSynced, metav1.ConditionFalse, v1alpha1.ReasonDeleting, o.Deleting)
+		return false
+	}
+
+	// A new generation is Reconciling until this pass reaches a verdict on it.
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSynced); c == nil || c.ObservedGeneration != wc.Generation {
+		set(v1alpha1.ConditionSynced, metav1.ConditionUnknown, v1alpha1.ReasonReconciling, fmt.Sprintf("generation %d is not applied yet", wc.Generation))
+	}
+	prev := *meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSynced)
+
+	if res := o.Rendered; res != nil {
+		st.Profile = res.Profile
+		st.NodeClass = res.NodeClass.Name
+		if o.Ladder {
+			st.NodePools = rungStatuses(res, o.Live, o.Retiring)
+			st.PoolCount = int32(len(res.NodePools))
+		}
+	}
+
+	switch {
+	case o.Failure != nil:
+		// Readiness is not assessed while the children are not in line.
+		set(v1alpha1.ConditionSynced, metav1.ConditionFalse, o.Failure.Reason, o.Failure.Message)
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNotSynced, "the class is not Synced: "+o.Failure.Reason)
+		newFailure = !(prev.Status == metav1.ConditionFalse && prev.Reason == o.Failure.Reason && prev.Message == o.Failure.Message)
+	case o.Applied:
+		set(v1alpha1.ConditionSynced, metav1.ConditionTrue, v1alpha1.ReasonApplied,
+			fmt.Sprintf("EC2NodeClass %s and %d NodePools match the render", o.Rendered.NodeClass.Name, len(o.Rendered.NodePools)))
+		s, reason, message := readiness(o.Rendered, o.Live)
+		set(v1alpha1.ConditionReady, s, reason, message)
+	case prev.Status != metav1.ConditionTrue:
+		// No verdict on this generation yet: a Ready=True of an older one would be stale.
+		if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue {
+			set(v1alpha1.ConditionReady, metav1.ConditionUnknown, v1alpha1.ReasonReconciling,
+				fmt.Sprintf("generation %d is not applied yet; readiness is assessed once it is", wc.Generation))
+		}
+	}
+
+	if a := o.Access; a != nil {
+		if s, reason, message, ok := accessCondition(wc, a, o.Failure); ok {
+			set(v1alpha1.ConditionAccess, s, reason, message)
+		}
+	}
+
+	if o.Applied {
+		if o.Drift != "" {
+			st.DriftNotice = o.Drift
+		} else if o.Changed {
+			st.DriftNotice = ""
+		}
+	}
+
+	if f := o.Signals; f != nil {
+		if o.CostBased {
+			set(v1alpha1.ConditionSignalsCurrent, metav1.ConditionStatus(f.Status), f.Reason, f.Message)
+		} else {
+			// A Static class uses no signals.
+			meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionSignalsCurrent)
+		}
+	}
+
+	if o.Applied && err == nil {
+		st.ObservedGeneration = wc.Generation
+	}
+	return newFailure
+}
+
+// accessCondition is the Access condition for what the pass found: whether the class's
+// access rule is enforced, and which namespaces name it their default; a default namespace
+// the rule excludes is an error on the class. While the family is not written, it says
+// that the rule kept lags the spec. ok is false when the pass leaves the condition as it
+// is.
+func accessCondition(wc *v1alpha1.WorkloadClass, a *access, blocked *failure) (s metav1.ConditionStatus, reason, message string, ok bool) {
+	if blocked != nil {
+		if a.Kept == nil || (wc.Spec.Access == nil && len(a.Kept.Spec.Access) == 0) {
+			return "", "", "", false
+		}
+		return metav1.ConditionFalse, v1alpha1.ReasonAccessLagging,
+			fmt.Sprintf("the NodePool family is not written (%s): AccessRule %s enforces access for %s, with the taints and rungs of the family that exists; a wider spec.access takes effect once the family is written", blocked.Reason, wc.Name, a.Kept.Spec.Allowed), true
+	}
+	if a.Disabled {
+		return metav1.ConditionFalse, v1alpha1.ReasonAccessDisabled,
+			"the manager runs with --access-policies=false: spec.access and namespace defaults are not enforced", true
+	}
+	var defaults, excluded []string
+	for _, ns := range a.Defaults {
+		defaults = append(defaults, ns.Name)
+		if !wc.Spec.Access.Admits(ns.Name, ns.Labels) {
+			excluded = append(excluded, ns.Name)
+		}
+	}
+	sort.Strings(defaults)
+	sort.Strings(excluded)
+	switch {
+	case len(excluded) > 0:
+		return metav1.ConditionFalse, v1alpha1.ReasonDefaultExcluded,
+			fmt.Sprintf("namespaces %s name this class their default (%s) but spec.access excludes them: their pods get no defaults from it", strings.Join(excluded, ", "), v1alpha1.LabelDefaultClass), true
+	case a.NoDefaults:
+		return metav1.ConditionFalse, v1alpha1.ReasonDefaultsUnavailable,
+			"the API server does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy: namespace defaults (" + v1alpha1.LabelDefaultClass + ") are not applied; access rules are still enforced" + defaultsFor(defaults), true
+	case wc.Spec.Access == nil:
+		return metav1.ConditionTrue, v1alpha1.ReasonAccessOpen, "no access rule: any namespace may use the class" + defaultsFor(defaults), true
+	default:
+		return metav1.ConditionTrue, v1alpha1.ReasonAccessEnforced,
+			fmt.Sprintf("ValidatingAdmissionPolicy %s refuses pods of other namespaces that could run on the class, through AccessRule %s%s", render.AccessPolicyName, wc.Name, defaultsFor(defaults)), true
 	}
 }
 
-// synced records a successful pass and summarises Karpenter's view of the children.
-func (r *WorkloadClassReconciler) synced(wc *v1alpha1.WorkloadClass, res *render.Result, live plan.Children) {
-	setCondition(wc, v1alpha1.ConditionSynced, metav1.ConditionTrue, v1alpha1.ReasonApplied,
-		fmt.Sprintf("EC2NodeClass %s and %d NodePools match the render", res.NodeClass.Name, len(res.NodePools)))
-	s, reason, message := readiness(res, live)
-	setCondition(wc, v1alpha1.ConditionReady, s, reason, message)
+func defaultsFor(namespaces []string) string {
+	if len(namespaces) == 0 {
+		return ""
+	}
+	return "; default class of namespaces " + strings.Join(namespaces, ", ")
+}
+
+// report sets the status from the pass's outcome and error (setStatus), and emits what
+// goes with it: one Warning event per distinct Synced failure, not one on every retry or
+// conflict requeue, and the rung gauge.
+func (r *WorkloadClassReconciler) report(wc *v1alpha1.WorkloadClass, o outcome, err error) {
+	if setStatus(wc, o, err) {
+		r.event(wc, nil, "Warning", o.Failure.Reason, "Reconcile", "%s", o.Failure.Message)
+	}
+	if o.Ladder && o.Rendered != nil {
+		rungs.WithLabelValues(wc.Name).Set(float64(len(o.Rendered.NodePools)))
+	}
 }
 
 // readiness is Ready True only when Karpenter reports every child Ready; False names the
@@ -96,9 +268,9 @@ func childReady(conds []status.Condition) (metav1.ConditionStatus, string) {
 	return metav1.ConditionFalse, fmt.Sprintf("Ready=False (%s): %s", ready.Reason, ready.Message)
 }
 
-// setRungs reports the ladder: each rung's weight, slice and readiness, then any NodePool
-// being retired.
-func (r *WorkloadClassReconciler) setRungs(wc *v1alpha1.WorkloadClass, res *render.Result, live plan.Children, retiring []*karpv1.NodePool) {
+// rungStatuses report the ladder: each rung's weight, slice and readiness, then any
+// NodePool being retired.
+func rungStatuses(res *render.Result, live plan.Children, retiring []*karpv1.NodePool) []v1alpha1.RungStatus {
 	var out []v1alpha1.RungStatus
 	for _, rung := range res.Rungs {
 		s := v1alpha1.RungStatus{Name: rung.Name, Weight: rung.Weight, CapacityType: rung.CapacityType, Arch: rung.Arch, Slice: rung.Slice, Ready: metav1.ConditionUnknown, PriceSources: rung.PriceSources,
@@ -122,9 +294,7 @@ func (r *WorkloadClassReconciler) setRungs(wc *v1alpha1.WorkloadClass, res *rend
 			CapacityType: v1alpha1.CapacityType(pinned(np, karpv1.CapacityTypeLabelKey)), Arch: v1alpha1.Architecture(pinned(np, corev1.LabelArchStable)),
 			Reason: fmt.Sprintf("Retiring: no longer rendered; limits are zero and it is deleted once it has no nodes (nodes: %s)", nodes)})
 	}
-	wc.Status.NodePools = out
-	wc.Status.PoolCount = int32(len(res.NodePools))
-	rungs.WithLabelValues(wc.Name).Set(float64(len(res.NodePools)))
+	return out
 }
 
 // pinned is the single value a rung's In requirement pins key to.

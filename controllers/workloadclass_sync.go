@@ -27,8 +27,9 @@ import (
 func (r *WorkloadClassReconciler) cluster(wc *v1alpha1.WorkloadClass) observe.Cluster {
 	c := meta.FindStatusCondition(wc.Status.Conditions, v1alpha1.ConditionSynced)
 	// The status the cache holds may trail a conflict the last pass met: remember it too.
+	// A conflict met on an older generation is not this one's.
 	_, met := r.taken.Load(wc.UID)
-	conflicted := met || (c != nil && c.Reason == v1alpha1.ReasonOwnershipConflict)
+	conflicted := met || (c != nil && c.ObservedGeneration == wc.Generation && c.Reason == v1alpha1.ReasonOwnershipConflict)
 	return observe.Cluster{Cached: r.Client, Direct: r.APIReader, Validator: r.Validator, Lazy: !conflicted, Memo: &r.memo,
 		Capabilities: r.Capabilities}
 }

@@ -46,6 +46,7 @@ const (
 	// ReasonApplied (True): every child is applied and matches the rendered state.
 	ReasonApplied = "Applied"
 	// ReasonReconciling (Unknown): a pass for the current generation has not finished.
+	// Ready gives it too when it was True for an older generation.
 	ReasonReconciling = "Reconciling"
 	// ReasonBaselineNotFound (False): the referenced Baseline does not exist; children are
 	// left exactly as they are.
