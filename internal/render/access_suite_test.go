@@ -106,7 +106,6 @@ var _ = Describe("The access policy's namespace test", func() {
 			{Namespaces: []string{"web"}, NamespaceSelector: sel(nil, req("tier", metav1.LabelSelectorOpNotIn, "sandbox"))},
 			{NamespaceSelector: sel(nil, req("tier", metav1.LabelSelectorOpIn, "prod", "stage"), req("team", metav1.LabelSelectorOpExists))},
 			{NamespaceSelector: sel(nil, req("sandbox", metav1.LabelSelectorOpDoesNotExist))},
-			{NamespaceSelector: sel(nil)},
 		}
 		namespaces := []*corev1.Namespace{
 			{ObjectMeta: metav1.ObjectMeta{Name: "ml"}},
