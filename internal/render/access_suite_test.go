@@ -215,13 +215,14 @@ var _ = Describe("The access policy over the AccessRules of 100 classes", func()
 		// (running out of budget included) would refuse it, failurePolicy being Fail.
 		Expect(env.Client.Create(ctx, worstCasePod("outsider"), client.DryRunAll)).To(Succeed())
 
-		vap := render.AdmissionPolicies()[0].(*admissionv1.ValidatingAdmissionPolicy)
+		policy, err := validate.CompilePolicy(render.AdmissionPolicies()[0].(*admissionv1.ValidatingAdmissionPolicy))
+		Expect(err).NotTo(HaveOccurred())
 		ns := &corev1.Namespace{}
 		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "outsider"}, ns)).To(Succeed())
 		var most, total int64
 		var budget int64
 		for _, rule := range rules {
-			j, err := validate.Judge(vap, params(rule), worstCasePod("outsider"), ns)
+			j, err := policy.Judge(params(rule), worstCasePod("outsider"), ns)
 			Expect(err).NotTo(HaveOccurred(), rule.Name)
 			Expect(j.Matched && j.Allowed).To(BeTrue(), rule.Name)
 			most, total, budget = max(most, j.Cost), total+j.Cost, j.Budget
@@ -231,7 +232,7 @@ var _ = Describe("The access policy over the AccessRules of 100 classes", func()
 		GinkgoWriter.Printf("CEL cost of the worst-case pod: at most %d per rule (budget %d), %d across %d rules\n", most, budget, total, classes)
 
 		// The in-process judgement agrees with the API server on a refusal too.
-		j, err := validate.Judge(vap, params(rules[classes-1]), last, ns)
+		j, err := policy.Judge(params(rules[classes-1]), last, ns)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(j.Matched && !j.Allowed).To(BeTrue())
 	})
