@@ -272,9 +272,17 @@ var _ = Describe("Pod admission with 500 restricted classes", func() {
 		Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "latency"}}))).To(Succeed())
 		Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "latency"}}))).To(Succeed())
 		pod := worstCasePod("latency")
-		// Run alone, this spec may start before the access policy's parameter informer has
-		// synced, when the API server refuses every pod it matches.
-		Eventually(func() error { return env.Client.Create(ctx, pod.DeepCopy(), client.DryRunAll) }, "2m").Should(Succeed())
+		// Run first, this spec may start before the API server has loaded the access policy
+		// (every pod is admitted) or synced its parameter informer (every pod it matches is
+		// refused); one admitted pod proves neither. A refusal naming a sentinel class's rule
+		// proves both, and the sentinel's deletion seen leaves no rule for the bare figure.
+		sentinel := mustRenderOK(class("lat-sentinel", v1alpha1.ProfileGeneral, withAccess("elsewhere"))).AccessRule()
+		Expect(env.Client.Create(ctx, sentinel)).To(Succeed())
+		selectsSentinel := worstCasePod("latency")
+		Expect(unstructured.SetNestedStringMap(selectsSentinel.Object, map[string]string{v1alpha1.LabelClass: "lat-sentinel"}, "spec", "nodeSelector")).To(Succeed())
+		Eventually(func() error { return env.Client.Create(ctx, selectsSentinel.DeepCopy(), client.DryRunAll) }, "2m").Should(MatchError(ContainSubstring("could run on WorkloadClass lat-sentinel")))
+		Expect(env.Client.Delete(ctx, sentinel)).To(Succeed())
+		Eventually(func() error { return env.Client.Create(ctx, selectsSentinel.DeepCopy(), client.DryRunAll) }, "1m").Should(Succeed())
 		bareMedian, bareP95 := podCreateLatency(pod, creates)
 		for i := 0; i < classes; i++ {
 			name := fmt.Sprintf("lat-%03d", i)
