@@ -292,6 +292,10 @@ var _ = DescribeTable("rejects an invalid WorkloadClass, naming the field",
 		"spec.requirements[0].values[0]", "should match"),
 	Entry("access with neither namespaces nor a selector", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Access = &v1alpha1.Access{} },
 		"spec.access", "access needs namespaces, a namespaceSelector, or both"),
+	Entry("access with an empty selector", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Access = &v1alpha1.Access{Namespaces: []string{"ml"}, NamespaceSelector: &v1alpha1.NamespaceSelector{}}
+	},
+		"spec.access.namespaceSelector", "an empty namespaceSelector would admit every namespace"),
 	Entry("access namespace not a namespace name", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Access.Namespaces = []string{"Web_Team"} },
 		"spec.access.namespaces[0]", "should match"),
 	Entry("access namespace listed twice", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Access.Namespaces = []string{"web", "web"} },

@@ -267,7 +267,9 @@ type Access struct {
 	Namespaces []string `json:"namespaces,omitempty"`
 
 	// namespaceSelector admits the namespaces whose labels match, e.g. matchLabels
-	// {team: ml}. An empty selector matches every namespace.
+	// {team: ml}. It may not be empty: an empty selector would admit every namespace, which
+	// is what omitting spec.access says.
+	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && self.matchLabels.size() > 0) || (has(self.matchExpressions) && self.matchExpressions.size() > 0)",message="an empty namespaceSelector would admit every namespace: give it labels or expressions, or omit spec.access to let every namespace use the class"
 	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn'] ? has(e.values) && e.values.size() > 0 : !has(e.values) || e.values.size() == 0)",message="In and NotIn need values; Exists and DoesNotExist take none"
 	// +optional
 	NamespaceSelector *NamespaceSelector `json:"namespaceSelector,omitempty"`

@@ -138,6 +138,13 @@ func (r *renderer) checkAccess(t *template) {
 		return
 	}
 	if s := a.NamespaceSelector; s != nil {
+		// The API server refuses an empty selector since it was written; a class stored
+		// before keeps it (ratcheting). Written to the AccessRule it would vanish (CleanJSON
+		// drops empty objects), and the rule would enforce namespaces alone where Admits,
+		// and the Access condition, admit every namespace.
+		if len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0 {
+			r.invalid("spec.access.namespaceSelector", "an empty namespaceSelector would admit every namespace: give it labels or expressions, or omit spec.access to let every namespace use the class")
+		}
 		for _, e := range metav1validation.ValidateLabelSelector(s.LabelSelector(), metav1validation.LabelSelectorValidationOptions{}, field.NewPath("spec", "access", "namespaceSelector")) {
 			r.invalid(e.Field, e.ErrorBody())
 		}
@@ -188,9 +195,10 @@ const tolerationsCEL = `has(variables.spec.tolerations) ? (object.kind == "Daemo
 
 // allowedCEL is the CEL test of the parameter's access entries on namespaceObject: every
 // entry must admit the namespace, by name or by a label selector (Access.Admits in Go; a
-// test proves the two agree). No entry admits every namespace, and so does an entry with
-// neither field: an empty namespaceSelector, which matches every namespace, is written
-// without its empty object.
+// test proves the two agree over generated rules, namespaces and pods). No entry admits
+// every namespace, and so would an entry with neither field, which the AccessRule's schema
+// refuses (an empty namespaceSelector, which would become one when written, is refused
+// when the class is rendered).
 const allowedCEL = `!has(params.spec.access) || params.spec.access.all(a, (!has(a.namespaces) && !has(a.namespaceSelector)) || (has(a.namespaces) && namespaceObject.metadata.name in a.namespaces) || (has(a.namespaceSelector) && (!has(a.namespaceSelector.matchLabels) || a.namespaceSelector.matchLabels.all(k, k in variables.labels && variables.labels[k] == a.namespaceSelector.matchLabels[k])) && (!has(a.namespaceSelector.matchExpressions) || a.namespaceSelector.matchExpressions.all(e, e.operator == "In" ? (e.key in variables.labels && has(e.values) && variables.labels[e.key] in e.values) : (e.operator == "NotIn" ? !(e.key in variables.labels && has(e.values) && variables.labels[e.key] in e.values) : (e.operator == "Exists" ? e.key in variables.labels : !(e.key in variables.labels)))))))`
 
 // namespaceLabelsCEL are namespaceObject's labels, empty when it has none.

@@ -106,7 +106,6 @@ var _ = Describe("The access policy's namespace test", func() {
 			{Namespaces: []string{"web"}, NamespaceSelector: sel(nil, req("tier", metav1.LabelSelectorOpNotIn, "sandbox"))},
 			{NamespaceSelector: sel(nil, req("tier", metav1.LabelSelectorOpIn, "prod", "stage"), req("team", metav1.LabelSelectorOpExists))},
 			{NamespaceSelector: sel(nil, req("sandbox", metav1.LabelSelectorOpDoesNotExist))},
-			{NamespaceSelector: sel(nil)},
 		}
 		namespaces := []*corev1.Namespace{
 			{ObjectMeta: metav1.ObjectMeta{Name: "ml"}},
@@ -216,13 +215,14 @@ var _ = Describe("The access policy over the AccessRules of 100 classes", func()
 		// (running out of budget included) would refuse it, failurePolicy being Fail.
 		Expect(env.Client.Create(ctx, worstCasePod("outsider"), client.DryRunAll)).To(Succeed())
 
-		vap := render.AdmissionPolicies()[0].(*admissionv1.ValidatingAdmissionPolicy)
+		policy, err := validate.CompilePolicy(render.AdmissionPolicies()[0].(*admissionv1.ValidatingAdmissionPolicy))
+		Expect(err).NotTo(HaveOccurred())
 		ns := &corev1.Namespace{}
 		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "outsider"}, ns)).To(Succeed())
 		var most, total int64
 		var budget int64
 		for _, rule := range rules {
-			j, err := validate.Judge(vap, params(rule), worstCasePod("outsider"), ns)
+			j, err := policy.Judge(params(rule), worstCasePod("outsider"), ns)
 			Expect(err).NotTo(HaveOccurred(), rule.Name)
 			Expect(j.Matched && j.Allowed).To(BeTrue(), rule.Name)
 			most, total, budget = max(most, j.Cost), total+j.Cost, j.Budget
@@ -232,7 +232,7 @@ var _ = Describe("The access policy over the AccessRules of 100 classes", func()
 		GinkgoWriter.Printf("CEL cost of the worst-case pod: at most %d per rule (budget %d), %d across %d rules\n", most, budget, total, classes)
 
 		// The in-process judgement agrees with the API server on a refusal too.
-		j, err := validate.Judge(vap, params(rules[classes-1]), last, ns)
+		j, err := policy.Judge(params(rules[classes-1]), last, ns)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(j.Matched && !j.Allowed).To(BeTrue())
 	})
@@ -272,9 +272,17 @@ var _ = Describe("Pod admission with 500 restricted classes", func() {
 		Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "latency"}}))).To(Succeed())
 		Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "latency"}}))).To(Succeed())
 		pod := worstCasePod("latency")
-		// Run alone, this spec may start before the access policy's parameter informer has
-		// synced, when the API server refuses every pod it matches.
-		Eventually(func() error { return env.Client.Create(ctx, pod.DeepCopy(), client.DryRunAll) }, "2m").Should(Succeed())
+		// Run first, this spec may start before the API server has loaded the access policy
+		// (every pod is admitted) or synced its parameter informer (every pod it matches is
+		// refused); one admitted pod proves neither. A refusal naming a sentinel class's rule
+		// proves both, and the sentinel's deletion seen leaves no rule for the bare figure.
+		sentinel := mustRenderOK(class("lat-sentinel", v1alpha1.ProfileGeneral, withAccess("elsewhere"))).AccessRule()
+		Expect(env.Client.Create(ctx, sentinel)).To(Succeed())
+		selectsSentinel := worstCasePod("latency")
+		Expect(unstructured.SetNestedStringMap(selectsSentinel.Object, map[string]string{v1alpha1.LabelClass: "lat-sentinel"}, "spec", "nodeSelector")).To(Succeed())
+		Eventually(func() error { return env.Client.Create(ctx, selectsSentinel.DeepCopy(), client.DryRunAll) }, "2m").Should(MatchError(ContainSubstring("could run on WorkloadClass lat-sentinel")))
+		Expect(env.Client.Delete(ctx, sentinel)).To(Succeed())
+		Eventually(func() error { return env.Client.Create(ctx, selectsSentinel.DeepCopy(), client.DryRunAll) }, "1m").Should(Succeed())
 		bareMedian, bareP95 := podCreateLatency(pod, creates)
 		for i := 0; i < classes; i++ {
 			name := fmt.Sprintf("lat-%03d", i)

@@ -193,18 +193,28 @@ type Judgement struct {
 // create of obj in namespace ns with one parameter (nil for a policy without paramKind),
 // with the API server's compiler, cost model and budget, as the API server does once per
 // parameter its binding selects. An evaluation error (running out of budget included) is
-// returned.
+// returned. CompilePolicy compiles once for many judgements.
 func Judge(p *admissionv1.ValidatingAdmissionPolicy, params *unstructured.Unstructured, obj *unstructured.Unstructured, ns *corev1.Namespace) (Judgement, error) {
-	j := Judgement{Budget: celconfig.RuntimeCELCostBudget}
+	c, err := CompilePolicy(p)
+	if err != nil {
+		return Judgement{Budget: celconfig.RuntimeCELCostBudget}, err
+	}
+	return c.Judge(params, obj, ns)
+}
+
+// CompiledPolicy is a ValidatingAdmissionPolicy compiled as the API server compiles it,
+// once, to judge many objects.
+type CompiledPolicy struct {
+	conds, vals plugincel.ConditionEvaluator
+}
+
+// CompilePolicy compiles p's variables, match conditions and validations.
+func CompilePolicy(p *admissionv1.ValidatingAdmissionPolicy) (*CompiledPolicy, error) {
 	c, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
 	if err != nil {
-		return j, err
+		return nil, err
 	}
 	opts := plugincel.OptionalVariableDeclarations{HasAuthorizer: true, HasParams: p.Spec.ParamKind != nil}
-	bindings := plugincel.OptionalVariableBindings{}
-	if params != nil {
-		bindings.VersionedParams = params
-	}
 	c.CompileAndStoreVariables(convertVariables(p.Spec.Variables), opts, environment.StoredExpressions)
 	var conds []plugincel.ExpressionAccessor
 	for i := range p.Spec.MatchConditions {
@@ -214,6 +224,23 @@ func Judge(p *admissionv1.ValidatingAdmissionPolicy, params *unstructured.Unstru
 	for _, v := range p.Spec.Validations {
 		vals = append(vals, &validationCondition{expression: v.Expression})
 	}
+	out := &CompiledPolicy{}
+	if len(conds) > 0 {
+		out.conds = c.CompileCondition(conds, opts, environment.StoredExpressions)
+	}
+	if len(vals) > 0 {
+		out.vals = c.CompileCondition(vals, opts, environment.StoredExpressions)
+	}
+	return out, nil
+}
+
+// Judge is the package-level Judge with the policy compiled.
+func (c *CompiledPolicy) Judge(params *unstructured.Unstructured, obj *unstructured.Unstructured, ns *corev1.Namespace) (Judgement, error) {
+	j := Judgement{Budget: celconfig.RuntimeCELCostBudget}
+	bindings := plugincel.OptionalVariableBindings{}
+	if params != nil {
+		bindings.VersionedParams = params
+	}
 	gvk := obj.GroupVersionKind()
 	gvr := schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: "pods"}
 	attr := admission.NewAttributesRecord(obj, nil, gvk, obj.GetNamespace(), obj.GetName(), gvr, "", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "judge"})
@@ -221,10 +248,10 @@ func Judge(p *admissionv1.ValidatingAdmissionPolicy, params *unstructured.Unstru
 	req := plugincel.CreateAdmissionRequest(attr, metav1.GroupVersionResource(gvr), metav1.GroupVersionKind(gvk))
 	remaining := j.Budget
 	for _, group := range []struct {
-		exprs []plugincel.ExpressionAccessor
+		eval  plugincel.ConditionEvaluator
 		match bool
-	}{{conds, true}, {vals, false}} {
-		if len(group.exprs) == 0 {
+	}{{c.conds, true}, {c.vals, false}} {
+		if group.eval == nil {
 			continue
 		}
 		// As the API server: match conditions see no namespaceObject and have a budget of
@@ -233,7 +260,7 @@ func Judge(p *admissionv1.ValidatingAdmissionPolicy, params *unstructured.Unstru
 		if group.match {
 			namespace, budget = nil, celconfig.RuntimeCELCostBudgetMatchConditions
 		}
-		results, left, err := c.CompileCondition(group.exprs, opts, environment.StoredExpressions).ForInput(context.Background(), va, req, bindings, namespace, budget)
+		results, left, err := group.eval.ForInput(context.Background(), va, req, bindings, namespace, budget)
 		j.Cost += budget - left
 		if group.match {
 			left = remaining
