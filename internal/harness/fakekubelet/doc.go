@@ -11,9 +11,13 @@
 //     removes the NodeClaim's startup taints, as the agent that owns them would;
 //   - it reports pods bound to its nodes Running, and finishes the deletion of pods that
 //     are terminating on its nodes or bound to nodes that no longer exist;
-//   - it refuses, as the kubelet's admission does, a pod that does not tolerate every
-//     NoExecute taint of its node, however the pod was placed there (the scheduler, or
-//     spec.nodeName): the pod is reported Failed with reason TaintToleration (Admit).
+//   - it runs every pod bound to them, DaemonSet pods (which the DaemonSet controller
+//     creates and kube-scheduler binds) included;
+//   - it refuses, as the kubelet's admission does, a pod whose nodeSelector or required
+//     node affinity does not match its node (reason NodeAffinity) or that does not
+//     tolerate every NoExecute taint of its node (reason TaintToleration), however the
+//     pod was placed there (the scheduler, or spec.nodeName): the pod is reported Failed
+//     (Admit).
 //
 // It polls the API server; the nodes it registers carry the annotation Annotation.
 package fakekubelet

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
@@ -221,24 +222,32 @@ func setPodCondition(p *corev1.Pod, c corev1.PodCondition) {
 	p.Status.Conditions = append(p.Status.Conditions, c)
 }
 
-// Reason and message of the kubelet's admission refusal of a pod that does not tolerate a
-// NoExecute taint of its node (k8s.io/kubernetes pkg/kubelet/lifecycle/predicate.go: the
-// TaintToleration predicate's name and its ErrReasonNotMatch). The kubelet reports the
-// pod Failed with this reason and "Pod was rejected: " before the message.
+// Reasons and messages of the kubelet's admission refusals this stand-in makes
+// (k8s.io/kubernetes pkg/kubelet/lifecycle/predicate.go: the predicate's name, and
+// "Predicate <name> failed: " before the scheduler plugin's ErrReason*). The kubelet reports
+// the pod Failed with the reason and "Pod was rejected: " before the message.
 const (
+	ReasonNodeAffinity     = "NodeAffinity"
+	MessageNodeAffinity    = "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
 	ReasonTaintToleration  = "TaintToleration"
 	MessageTaintToleration = "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"
 )
 
-// Admit is the part of the kubelet's pod admission this stand-in enforces: a pod bound to
-// a node must tolerate every NoExecute taint of the node, whether the scheduler placed it
-// or it named the node itself (spec.nodeName). NoSchedule taints are the scheduler's and
-// are not checked. Toleration comparison operators (Lt, Gt) are off, as the
+// Admit is the part of the kubelet's pod admission this stand-in enforces, in the
+// kubelet's order (the first failure is the one reported): the pod's nodeSelector and
+// required node affinity must match the node's labels (and a DaemonSet pod's
+// metadata.name field), and the pod must tolerate every NoExecute taint of the node,
+// whether the scheduler placed it or it named the node itself (spec.nodeName).
+// NoSchedule taints are the scheduler's and are not checked; neither are resources or
+// host ports. Toleration comparison operators (Lt, Gt) are off, as the
 // TaintTolerationComparisonOperators gate is by default in 1.37. Static pods, which the
 // kubelet does not check, never come from the API server, so every pod here is checked.
 func Admit(pod *corev1.Pod, node *corev1.Node) (reason, message string, ok bool) {
 	if node == nil {
 		return "", "", true
+	}
+	if match, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !match {
+		return ReasonNodeAffinity, MessageNodeAffinity, false
 	}
 	for i := range node.Spec.Taints {
 		taint := &node.Spec.Taints[i]
