@@ -82,9 +82,17 @@ func (k *Kubelet) Sync(ctx context.Context) error {
 		ours[name] = true
 	}
 	for i := range nodes.Items {
-		if n := &nodes.Items[i]; ours[n.Name] && n.DeletionTimestamp.IsZero() {
-			errs = append(errs, k.untaint(ctx, n, claims.Items))
+		n := &nodes.Items[i]
+		if !ours[n.Name] || !n.DeletionTimestamp.IsZero() {
+			continue
 		}
+		// A node whose first status report lost a race (Karpenter labels a new node at
+		// once) is reported again, or it would stay NotReady with its pods unrun.
+		if !isReady(n) {
+			errs = append(errs, k.reportReady(ctx, n, claimOf(n, claims.Items)))
+			continue
+		}
+		errs = append(errs, k.untaint(ctx, n, claims.Items))
 	}
 	errs = append(errs, k.runPods(ctx, ours, nodes.Items))
 	return errors.Join(errs...)
@@ -109,6 +117,20 @@ func (k *Kubelet) register(ctx context.Context, nc *karpv1.NodeClaim) (string, e
 	if err := k.Client.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", fmt.Errorf("registering Node %s for NodeClaim %s: %w", name, nc.Name, err)
 	}
+	k.Log.V(1).Info("registered node", "node", name, "nodeclaim", nc.Name, "instance-type", nc.Labels[corev1.LabelInstanceTypeStable])
+	if err := k.reportReady(ctx, node, nc); err != nil {
+		return name, err
+	}
+	return name, nil
+}
+
+// reportReady posts the node's status as a kubelet does once it runs: capacity and
+// allocatable from its NodeClaim, Ready. A conflict is left to the next pass, which finds
+// the node not Ready and reports again.
+func (k *Kubelet) reportReady(ctx context.Context, node *corev1.Node, nc *karpv1.NodeClaim) error {
+	if nc == nil {
+		return nil
+	}
 	now := metav1.Now()
 	node.Status = corev1.NodeStatus{
 		Capacity:    nc.Status.Capacity,
@@ -116,24 +138,38 @@ func (k *Kubelet) register(ctx context.Context, nc *karpv1.NodeClaim) (string, e
 		Phase:       corev1.NodeRunning,
 		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
 			Message: "kubelet stand-in is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now}},
-		NodeInfo:  corev1.NodeSystemInfo{Architecture: labels[corev1.LabelArchStable], OperatingSystem: "linux", KubeletVersion: KubeletVersion},
-		Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}},
+		NodeInfo:  corev1.NodeSystemInfo{Architecture: node.Labels[corev1.LabelArchStable], OperatingSystem: "linux", KubeletVersion: KubeletVersion},
+		Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: node.Name}},
 	}
-	if err := k.Client.Status().Update(ctx, node); err != nil {
-		return "", fmt.Errorf("reporting Node %s Ready: %w", name, err)
+	if err := k.Client.Status().Update(ctx, node); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reporting Node %s Ready: %w", node.Name, err)
 	}
-	k.Log.V(1).Info("registered node", "node", name, "nodeclaim", nc.Name, "instance-type", nc.Labels[corev1.LabelInstanceTypeStable])
-	return name, nil
+	return nil
+}
+
+func isReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// claimOf is the NodeClaim the node was registered for.
+func claimOf(n *corev1.Node, claims []karpv1.NodeClaim) *karpv1.NodeClaim {
+	for i := range claims {
+		if claims[i].Status.ProviderID != "" && claims[i].Status.ProviderID == n.Spec.ProviderID {
+			return &claims[i]
+		}
+	}
+	return nil
 }
 
 // untaint removes the not-ready taint from a Ready node and, once Karpenter has
 // registered it, the NodeClaim's startup taints.
 func (k *Kubelet) untaint(ctx context.Context, n *corev1.Node, claims []karpv1.NodeClaim) error {
-	ready := false
-	for _, c := range n.Status.Conditions {
-		ready = ready || c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
-	}
-	if !ready {
+	if !isReady(n) {
 		return nil
 	}
 	startup := map[string]bool{}

@@ -7,8 +7,10 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/poolsmith/poolsmith/internal/harness/fakekubelet"
 	"github.com/poolsmith/poolsmith/internal/harness/testenv"
@@ -178,5 +180,61 @@ func TestSyncRejectsAPodThatDoesNotTolerateItsNode(t *testing.T) {
 	if p.Status.Phase != corev1.PodFailed || p.Status.Reason != "NodeAffinity" ||
 		p.Status.Message != "Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector" {
 		t.Errorf("the pod whose nodeSelector names another class: phase %s reason %q message %q", p.Status.Phase, p.Status.Reason, p.Status.Message)
+	}
+}
+
+// TestSyncReportsANodeWhoseFirstStatusWasLost: registration creates the Node and then posts
+// its status; when that post meets a conflict (Karpenter labels a new node at once), the
+// next pass must report the node Ready, or it stays NotReady with its pods unrun (the
+// simulate agreement scenario met it: two of eight nodes Unknown for good).
+func TestSyncReportsANodeWhoseFirstStatusWasLost(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Skip("needs KUBEBUILDER_ASSETS (a control plane from hack/envtest.sh)")
+	}
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	ctx, c := context.Background(), env.Client
+
+	nc := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "general-spot-arm64-abcde"},
+		Spec: karpv1.NodeClaimSpec{
+			NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "general"},
+			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}}},
+		},
+	}
+	if err := c.Create(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	nc.Status.ProviderID = "aws:///us-east-1a/i-0000000000000000a"
+	nc.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourcePods: resource.MustParse("110")}
+	nc.Status.Allocatable = nc.Status.Capacity
+	if err := c.Status().Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	// The Node as registration left it when its status post failed.
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "ip-i-0000000000000000a.ec2.internal", Annotations: map[string]string{fakekubelet.Annotation: "true"},
+			Labels: map[string]string{corev1.LabelArchStable: "arm64"}},
+		Spec: corev1.NodeSpec{ProviderID: nc.Status.ProviderID},
+	}
+	if err := c.Create(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	k := &fakekubelet.Kubelet{Client: c, Log: logr.Discard()}
+	if err := k.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(n), n); err != nil {
+		t.Fatal(err)
+	}
+	ready := false
+	for _, cond := range n.Status.Conditions {
+		ready = ready || cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue
+	}
+	if !ready || n.Status.Allocatable.Cpu().String() != "2" {
+		t.Errorf("the node is not reported Ready with its NodeClaim's allocatable: %+v", n.Status)
 	}
 }
