@@ -130,9 +130,11 @@ var _ = Describe("poolsmith simulate", Serial, func() {
 		score := compare(want, got)
 		AddReportEntry("simulate vs Karpenter", score.String())
 		GinkgoWriter.Println(score.String())
-		// 100% when Karpenter takes the released pods in one batch. On a loaded machine it
-		// can still split them over two batches (one more NodeClaim on general-spot-arm64:
-		// 91.8% measured), which simulate, planning for pods pending at once, cannot model.
+		// 100% when Karpenter takes the released pods in one batch and kube-scheduler places
+		// them as Karpenter planned. On a loaded machine Karpenter can still split them over
+		// two batches, or kube-scheduler fill the first Ready node so that a zone-spread pod
+		// finds no room in its zone (one more NodeClaim on general-spot-arm64: 91.8% and
+		// 98.0% measured), which simulate, planning for pods pending at once, cannot model.
 		Expect(score.karpenter()).To(BeNumerically(">=", 0.90), "%s", score.String())
 	})
 })
