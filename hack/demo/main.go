@@ -2,9 +2,10 @@
 // kube-apiserver, etcd, kube-scheduler and kube-controller-manager built by
 // hack/envtest.sh, Karpenter v1.15.0 with its AWS provider on a simulated EC2 account, and
 // Poolsmith's manager), applies config/samples/, waits until Karpenter reports every class
-// Ready, runs config/samples/workloads/ and prints the classes, the NodePools and the nodes
-// Karpenter launched for the pods. DEMO_HOLD=1 keeps it running; DEMO_LOG_DIR names the
-// directory for the components' logs (a temporary one otherwise).
+// Ready, runs config/samples/workloads/ (the node agents' DaemonSets among them) and prints
+// the classes, the NodePools and the nodes Karpenter launched for the pods. DEMO_HOLD=1
+// keeps it running; DEMO_LOG_DIR names the directory for the components' logs, created
+// when it does not exist (a temporary one otherwise).
 package main
 
 import (

@@ -18,19 +18,26 @@ import (
 
 func newSimulateCommand() *cobra.Command {
 	flags := inputFlags{extraKinds: simulate.WorkloadKinds}
-	var zones []string
-	var compare string
+	var zones, types []string
+	var compare, offeringsFile string
 	c := &cobra.Command{
-		Use:   "simulate -f PATH... [--region R] [--zones a,b,c] [--compare-nodepools FILE]",
+		Use:   "simulate -f PATH... [--region R] [--zones a,b,c] [--offerings FILE] [--instance-types t1,t2] [--compare-nodepools FILE]",
 		Short: "Run Karpenter's scheduler over the rendered ladders and a workload",
 		Long: `Render the classes, expand the workloads in the input (Deployments, StatefulSets, Jobs
 and Pods, with their requests, nodeSelector, affinity, tolerations and topology spread)
 into pending pods, and run Karpenter's own scheduler over them with the embedded catalog as
-the instance types. Prints each NodeClaim Karpenter would create (rung, zone, capacity
-type, the instance type the AWS provider would launch, its pods and hourly cost) and the
-totals: nodes, distinct instance types, distinct families and cost per hour.
+the instance types. DaemonSets in the input are counted as Karpenter counts them: their
+pods' requests are added to every NodeClaim they would run on. Prints each NodeClaim
+Karpenter would create (rung, zone, capacity type, the instance type the AWS provider
+would launch, its pods and hourly cost) and the totals: nodes, distinct instance types,
+distinct families and cost per hour.
+--offerings FILE limits the instance types, zones and capacity types to what an account
+offers (format: docs/cli.md); --instance-types limits the types (to those of the
+offerings, when given; else offered in every zone at on-demand and spot).
 --compare-nodepools runs the same workload against hand-written NodePools too.`,
 		Example: `  poolsmith simulate -f config/samples/ -f config/samples/workloads/web-spread.yaml
+  poolsmith simulate -f config/samples/ -f config/samples/workloads/ --offerings offerings.yaml
+  poolsmith simulate -f config/samples/ -f config/samples/workloads/ --instance-types c7g.large,c7g.xlarge,m7g.large
   poolsmith simulate -f config/samples/ -f config/samples/workloads/ --compare-nodepools config/samples/compare/karpenter-general-purpose.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -54,10 +61,23 @@ totals: nodes, distinct instance types, distinct families and cost per hour.
 			if len(pods) == 0 {
 				return inputError{"no workload in the input: give Deployments, StatefulSets, Jobs or Pods with -f"}
 			}
+			daemons, err := simulate.DaemonSetPods(in.others)
+			if err != nil {
+				return inputError{err.Error()}
+			}
+			offerings, err := accountOfferings(offeringsFile, types, zones, flags.region)
+			if err != nil {
+				return err
+			}
 			if len(zones) == 0 {
 				zones = []string{flags.region + "a", flags.region + "b", flags.region + "c"}
 			}
-			opts := simulate.Options{Region: flags.region, Zones: zones, Catalog: in.opts.Catalog}
+			if offerings != nil {
+				if err := offerings.Check(in.opts.Catalog, flags.region); err != nil {
+					return inputError{offeringsFlag(offeringsFile, types) + ": " + err.Error()}
+				}
+			}
+			opts := simulate.Options{Region: flags.region, Zones: zones, Catalog: in.opts.Catalog, Offerings: offerings, DaemonSetPods: daemons}
 			var pools []*karpv1.NodePool
 			for _, r := range results {
 				pools = append(pools, r.NodePools...)
@@ -81,8 +101,51 @@ totals: nodes, distinct instance types, distinct families and cost per hour.
 	}
 	flags.register(c, "table (default) or json")
 	c.Flags().StringSliceVar(&zones, "zones", nil, "availability zones to offer instances in (default: the region's a, b and c)")
+	c.Flags().StringVar(&offeringsFile, "offerings", "", "a file of the instance types, zones and capacity types the account offers (format: docs/cli.md); --zones, when given, keeps only those zones")
+	c.Flags().StringSliceVar(&types, "instance-types", nil, "instance types to offer (of the offerings, when given; else in every zone at on-demand and spot)")
 	c.Flags().StringVar(&compare, "compare-nodepools", "", "a file of karpenter.sh/v1 NodePools to run the same workload against")
 	return c
+}
+
+// accountOfferings reads --offerings and applies --instance-types and --zones to it; nil
+// when neither --offerings nor --instance-types is given (the whole catalog is offered).
+func accountOfferings(file string, types, zones []string, region string) (simulate.Offerings, error) {
+	for _, t := range types {
+		if t == "" {
+			return nil, usageError{fmt.Errorf("--instance-types %q: each must be an instance type name such as c7g.large", strings.Join(types, ","))}
+		}
+	}
+	if file == "" {
+		if len(types) == 0 {
+			return nil, nil
+		}
+		if len(zones) == 0 {
+			zones = []string{region + "a", region + "b", region + "c"}
+		}
+		return simulate.OfferingsOf(types, zones), nil
+	}
+	data, err := manifest.ReadFile(file)
+	if err != nil {
+		return nil, inputError{"--offerings: " + err.Error()}
+	}
+	offerings, err := simulate.ParseOfferings(data)
+	if err != nil {
+		return nil, inputError{fmt.Sprintf("--offerings %s: %v", file, err)}
+	}
+	if offerings, err = offerings.Only(types, zones); err != nil {
+		return nil, inputError{fmt.Sprintf("--instance-types: %v (%s)", err, file)}
+	}
+	if len(offerings.Zones()) == 0 {
+		return nil, inputError{fmt.Sprintf("--zones %s: %s offers none of them", strings.Join(zones, ","), file)}
+	}
+	return offerings, nil
+}
+
+func offeringsFlag(file string, types []string) string {
+	if file != "" {
+		return "--offerings " + file
+	}
+	return "--instance-types"
 }
 
 // zoneName is the zone pattern WorkloadClass.spec.zones admits.
@@ -155,6 +218,7 @@ func printTotals(w io.Writer, headers []string, results ...*simulate.Result) err
 	row("families", func(r *simulate.Result) string { return fmt.Sprint(r.Totals.Families) })
 	row("cost per hour", func(r *simulate.Result) string { return fmt.Sprintf("$%.4f", r.Totals.CostPerHour) })
 	row("unschedulable pods", func(r *simulate.Result) string { return fmt.Sprint(len(r.Unschedulable)) })
+	row("daemonsets counted", func(r *simulate.Result) string { return fmt.Sprint(r.Totals.DaemonSets) })
 	return tw.Flush()
 }
 

@@ -8,8 +8,9 @@
 //
 // The model and its limits:
 //   - Offerings: every catalog type with a price in the region is offered in every given
-//     zone, on-demand at its on-demand price and, when it has a spot price, spot at the
-//     region's average spot price, from the priced catalog the options give (the
+//     zone (or only the types, zones and capacity types of Options.Offerings, what an
+//     account offers: offerings.go), on-demand at its on-demand price and, when it has a
+//     spot price, spot at the region's average spot price, from the priced catalog the options give (the
 //     advisor's on-demand x (1 - savings) where signals have it), so launch choice and
 //     cost use the same prices as the weights. The catalog has no per-zone spot prices (the source's
 //     zone array is unlabelled) nor per-zone availability, so zones differ only by what
@@ -19,5 +20,6 @@
 //     amd.com/gpu; 20Gi of ephemeral storage.
 //   - Overhead: Karpenter's kube-reserved CPU (6% of the first core, 1% of the second,
 //     0.5% of the next two, 0.25% of the rest) and memory (255Mi + 11Mi per pod), and the
-//     100Mi memory eviction threshold. No DaemonSets are modelled.
+//     100Mi memory eviction threshold; and the DaemonSets given (Options.DaemonSetPods),
+//     whose requests Karpenter's scheduler adds to every NodeClaim they would run on.
 package simulate

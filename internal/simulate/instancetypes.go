@@ -3,6 +3,7 @@ package simulate
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
@@ -31,8 +32,9 @@ type known struct {
 }
 
 // instanceTypes turns the catalog's types priced in region into Karpenter instance types
-// offered in zones, with what is known of each by name.
-func instanceTypes(cat *catalog.Catalog, region string, zones []string, unavailable Unavailable) ([]*cloudprovider.InstanceType, map[string]known) {
+// offered in zones (only those offered, when offered is not nil), with what is known of
+// each by name.
+func instanceTypes(cat *catalog.Catalog, region string, zones []string, offered Offerings, unavailable Unavailable) ([]*cloudprovider.InstanceType, map[string]known) {
 	facts := map[string]known{}
 	var out []*cloudprovider.InstanceType
 	names := make([]string, 0, len(cat.Types))
@@ -43,17 +45,21 @@ func instanceTypes(cat *catalog.Catalog, region string, zones []string, unavaila
 	for _, name := range names {
 		t := cat.Types[name]
 		p, priced := cat.Prices[region][name]
-		if t.PriceOnly || !priced {
+		if t.PriceOnly || !priced || offered != nil && offered[name] == nil {
 			continue
 		}
 		var offerings cloudprovider.Offerings
-		capacityTypes := map[string]bool{}
+		capacityTypes, typeZones := map[string]bool{}, []string{}
 		for _, zone := range zones {
+			if offered != nil && len(offered[name][zone]) == 0 {
+				continue
+			}
+			typeZones = append(typeZones, zone)
 			for _, o := range []struct {
 				ct    string
 				price float64
 			}{{karpv1.CapacityTypeOnDemand, p.OnDemand}, {karpv1.CapacityTypeSpot, p.SpotAvg}} {
-				if o.price <= 0 {
+				if o.price <= 0 || offered != nil && !slices.Contains(offered[name][zone], o.ct) {
 					continue
 				}
 				available := unavailable == nil || !unavailable(t, zone, o.ct)
@@ -68,10 +74,13 @@ func instanceTypes(cat *catalog.Catalog, region string, zones []string, unavaila
 				capacityTypes[o.ct] = true
 			}
 		}
+		if len(offerings) == 0 {
+			continue
+		}
 		facts[name] = known{facts: t, price: p}
 		out = append(out, &cloudprovider.InstanceType{
 			Name:         name,
-			Requirements: requirements(t, region, zones, capacityTypes),
+			Requirements: requirements(t, region, typeZones, capacityTypes),
 			Offerings:    offerings,
 			Capacity:     capacity(t),
 			Overhead: &cloudprovider.InstanceTypeOverhead{

@@ -26,8 +26,16 @@ import (
 // Options say where the simulated cluster is.
 type Options struct {
 	Region string
-	// Zones are the availability zones offered; every type is offered in each.
+	// Zones are the availability zones offered; every type is offered in each. Ignored
+	// when Offerings is set: its zones are offered.
 	Zones []string
+	// Offerings are the instance types, zones and capacity types the account offers;
+	// every priced catalog type in every zone, on-demand and spot, when nil.
+	Offerings Offerings
+	// DaemonSetPods are the pods of the DaemonSets (DaemonSetPods builds them): Karpenter
+	// adds the requests of those that would run on a NodeClaim to its pods' when it picks
+	// the NodeClaim's instance types.
+	DaemonSetPods []*corev1.Pod
 	// Catalog replaces the embedded catalog: the priced catalog signals give, or a test's.
 	Catalog *catalog.Catalog
 	// Unavailable marks offerings EC2 would refuse.
@@ -64,6 +72,8 @@ type Totals struct {
 	InstanceTypes int     `json:"instanceTypes"`
 	Families      int     `json:"families"`
 	CostPerHour   float64 `json:"costPerHour"`
+	// DaemonSets is how many DaemonSets' overhead was counted (Options.DaemonSetPods).
+	DaemonSets int `json:"daemonSets"`
 	// SimulationTime is how long Karpenter's scheduler took.
 	SimulationTime time.Duration `json:"simulationTime"`
 }
@@ -81,10 +91,16 @@ func Run(ctx context.Context, nodePools []*karpv1.NodePool, pods []*corev1.Pod, 
 	if _, ok := opts.Catalog.Prices[opts.Region]; !ok {
 		return nil, fmt.Errorf("the catalog has no prices for region %s (it has %v)", opts.Region, opts.Catalog.Regions())
 	}
+	if opts.Offerings != nil {
+		if err := opts.Offerings.Check(opts.Catalog, opts.Region); err != nil {
+			return nil, fmt.Errorf("offerings: %w", err)
+		}
+		opts.Zones = opts.Offerings.Zones()
+	}
 	if len(opts.Zones) == 0 {
 		return nil, fmt.Errorf("no zones to offer instances in")
 	}
-	its, facts := instanceTypes(opts.Catalog, opts.Region, opts.Zones, opts.Unavailable)
+	its, facts := instanceTypes(opts.Catalog, opts.Region, opts.Zones, opts.Offerings, opts.Unavailable)
 	// Karpenter's provisioner tries NodePools by weight, not in the order it lists them;
 	// its scheduler takes them in the order given.
 	nodePools = slices.Clone(nodePools)
@@ -106,7 +122,7 @@ func Run(ctx context.Context, nodePools []*karpv1.NodePool, pods []*corev1.Pod, 
 	if err != nil {
 		return nil, fmt.Errorf("building Karpenter's topology: %w", err)
 	}
-	scheduler := scheduling.NewScheduler(ctx, kube, nodePools, cluster, nil, topology, byPool, nil,
+	scheduler := scheduling.NewScheduler(ctx, kube, nodePools, cluster, nil, topology, byPool, opts.DaemonSetPods,
 		events.NewRecorder(&record.FakeRecorder{}), clk, nil, nil)
 	start := time.Now()
 	results, err := scheduler.Solve(ctx, pods)
@@ -115,7 +131,7 @@ func Run(ctx context.Context, nodePools []*karpv1.NodePool, pods []*corev1.Pod, 
 		return nil, fmt.Errorf("Karpenter's scheduler: %w", err)
 	}
 
-	res := &Result{Totals: Totals{SimulationTime: elapsed}}
+	res := &Result{Totals: Totals{SimulationTime: elapsed, DaemonSets: len(opts.DaemonSetPods)}}
 	for _, nc := range results.NewNodeClaims {
 		res.NodeClaims = append(res.NodeClaims, launch(nc, facts))
 	}

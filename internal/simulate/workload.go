@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/karpenter/pkg/utils/daemonset"
 
 	"github.com/poolsmith/poolsmith/internal/manifest"
 )
@@ -17,13 +18,39 @@ import (
 // in memory: two billion replicas once grew the process past 9 GB.
 const MaxPods = 10000
 
-// WorkloadKinds are the kinds Pods reads.
-var WorkloadKinds = map[string]bool{"Deployment": true, "StatefulSet": true, "Job": true, "Pod": true}
+// WorkloadKinds are the kinds Pods and DaemonSetPods read.
+var WorkloadKinds = map[string]bool{"Deployment": true, "StatefulSet": true, "Job": true, "Pod": true, "DaemonSet": true}
+
+// DaemonSetPods are the DaemonSets' pods as Karpenter's provisioner sees them before any
+// runs (daemonset.PodForDaemonSet: the template's spec, limits merged into requests where
+// requests are unset). Karpenter adds the requests of every one that would run on a
+// NodeClaim (its nodeSelector, required affinity and tolerations admit the NodeClaim) to
+// the NodeClaim's pods when it picks instance types: the overhead that decides which fit.
+func DaemonSetPods(objs []manifest.Object) ([]*corev1.Pod, error) {
+	var pods []*corev1.Pod
+	for _, o := range objs {
+		if o.GetKind() != "DaemonSet" {
+			continue
+		}
+		d := &appsv1.DaemonSet{}
+		if err := o.Into(d); err != nil {
+			return nil, err
+		}
+		if d.Namespace == "" {
+			d.Namespace = "default"
+		}
+		pod := daemonset.PodForDaemonSet(d)
+		pod.UID = types.UID(fmt.Sprintf("DaemonSet/%s/%s", d.Namespace, d.Name))
+		pod.Labels = d.Spec.Template.Labels
+		pods = append(pods, pod)
+	}
+	return pods, nil
+}
 
 // Pods expands Deployments, StatefulSets, Jobs and Pods into the pending pods Karpenter
 // would see: replicas (Jobs: parallelism) copies of the template with its requests,
-// nodeSelector, affinity, tolerations and topologySpreadConstraints. Other kinds are
-// skipped. Negative counts and counts over MaxPods are errors naming the object and field.
+// nodeSelector, affinity, tolerations and topologySpreadConstraints. Other kinds
+// (DaemonSets among them: see DaemonSetPods) are skipped. Negative counts and counts over MaxPods are errors naming the object and field.
 func Pods(objs []manifest.Object) ([]*corev1.Pod, error) {
 	var pods []*corev1.Pod
 	for _, o := range objs {

@@ -26,6 +26,10 @@
 //     scenario pins), switch it back on in DeferCleanup, and flush Karpenter's memory of
 //     the failures (cluster.ForgetCapacityErrors) only where the scenario does not prove
 //     what Karpenter does with that memory (docs/karpenter-in-the-loop.md lists which do);
+//   - give a DaemonSet a nodeSelector on its own class: Karpenter adds the requests of every
+//     DaemonSet that could run on a NodeClaim to it, so an unselective one would resize
+//     every parallel scenario's nodes (the sample node agents run only in the Serial
+//     agreement scenario);
 //   - add spot signals through freshSignals, which shares the one signals ConfigMap,
 //     rather than writing it whole;
 //   - read only its own objects, NodeClaims, launches (by its NodePools' tag) and events.

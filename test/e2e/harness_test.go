@@ -84,6 +84,16 @@ func serveControl(c *localcluster.Cluster) (string, error) {
 		}
 		_ = json.NewEncoder(w).Encode(acct)
 	})
+	// What `aws ec2 describe-instance-type-offerings` and `describe-spot-price-history`
+	// print for the account: the inputs docs/cli.md turns into simulate's --offerings.
+	mux.HandleFunc("GET /aws/describe-instance-type-offerings", func(w http.ResponseWriter, r *http.Request) {
+		out, _ := c.Cloud.DescribeInstanceTypeOfferings(r.Context(), nil)
+		_ = json.NewEncoder(w).Encode(map[string]any{"InstanceTypeOfferings": out.InstanceTypeOfferings})
+	})
+	mux.HandleFunc("GET /aws/describe-spot-price-history", func(w http.ResponseWriter, r *http.Request) {
+		out, _ := c.Cloud.DescribeSpotPriceHistory(r.Context(), nil)
+		_ = json.NewEncoder(w).Encode(map[string]any{"SpotPriceHistory": out.SpotPriceHistory})
+	})
 	mux.HandleFunc("GET /disruptions", func(w http.ResponseWriter, r *http.Request) {
 		total, err := disruptedTotal(r.URL.Query().Get("reason"), r.URL.Query().Get("nodepool"))
 		if err != nil {
@@ -215,6 +225,15 @@ func (r *remoteCloud) Types() []*catalog.InstanceType {
 		Expect(ok).To(BeTrue(), "the catalog has no instance type %s", name)
 		out = append(out, t)
 	}
+	return out
+}
+
+// AWSCLI returns what `aws ec2 <command> --output json` prints for the account, for
+// command describe-instance-type-offerings or describe-spot-price-history.
+func (r *remoteCloud) AWSCLI(command string) []byte {
+	GinkgoHelper()
+	var out json.RawMessage
+	Expect(r.get("/aws/"+command, &out)).To(Succeed())
 	return out
 }
 

@@ -2,8 +2,10 @@
 // a real kube-apiserver, etcd, kube-scheduler and kube-controller-manager, Karpenter
 // v1.15.0's operator and AWS provider on a simulated EC2 account, and Poolsmith's manager.
 // It applies the samples, waits until Karpenter reports every class Ready, creates the
-// sample workloads and prints the classes, the NodePools and the nodes Karpenter launched
-// for the pods, rung by rung. `make demo` and its smoke test call Run.
+// sample workloads (and the node agents' DaemonSets among them, which Karpenter counts
+// when it sizes nodes), waits until every pod runs and every DaemonSet has a ready pod on
+// every node, and prints the classes, the NodePools and the nodes Karpenter launched for
+// the pods, rung by rung. `make demo` and its smoke test call Run.
 package demo
 
 import (
@@ -17,6 +19,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -88,10 +91,18 @@ func Run(ctx context.Context, out io.Writer, opts Options) error {
 			return err
 		}
 		fmt.Fprintf(out, "Applied %d workloads from %s; waiting for their pods to run on nodes Karpenter launches ...\n", n, opts.WorkloadsDir)
-		if err := waitFor(ctx, opts.Timeout, cluster.ManagerErr(), func() []string { return notRunning(ctx, cluster.Client) }); err != nil {
+		running := func() []string {
+			return append(notRunning(ctx, cluster.Client), daemonSetsPending(ctx, cluster.Client)...)
+		}
+		if err := waitFor(ctx, opts.Timeout, cluster.ManagerErr(), running); err != nil {
 			return fmt.Errorf("waiting for the workloads' pods to run: %w", err)
 		}
-		fmt.Fprintf(out, "Every pod Running %s after start.\n", since())
+		fmt.Fprintf(out, "Every pod Running %s after start", since())
+		daemonSets, nodes := &appsv1.DaemonSetList{}, &corev1.NodeList{}
+		if cluster.Client.List(ctx, daemonSets) == nil && cluster.Client.List(ctx, nodes) == nil && len(daemonSets.Items) > 0 {
+			fmt.Fprintf(out, "; %d DaemonSets run a pod on each of the %d nodes", len(daemonSets.Items), len(nodes.Items))
+		}
+		fmt.Fprintln(out, ".")
 		// New nodes change the usage each rung's share of a class limit is split by, so
 		// Poolsmith updates those NodePools, and Karpenter reports each one Unknown until it
 		// has looked at the new generation: the tables show the classes settled.
@@ -186,6 +197,29 @@ func notReady(ctx context.Context, c client.Client, classes []string) []string {
 				msg = fmt.Sprintf("Ready=%s %s: %s", cond.Status, cond.Reason, cond.Message)
 			}
 			pending = append(pending, fmt.Sprintf("%s (%s)", name, msg))
+		}
+	}
+	return pending
+}
+
+// daemonSetsPending names the DaemonSets whose pods do not run on every node yet: the
+// DaemonSet controller creates them once a node exists, after the workloads' pods run.
+func daemonSetsPending(ctx context.Context, c client.Client) []string {
+	list := &appsv1.DaemonSetList{}
+	if err := c.List(ctx, list); err != nil {
+		return []string{err.Error()}
+	}
+	nodes := &corev1.NodeList{}
+	if err := c.List(ctx, nodes); err != nil {
+		return []string{err.Error()}
+	}
+	var pending []string
+	for _, d := range list.Items {
+		st := d.Status
+		// A DaemonSet that selects no nodes must run on all of them.
+		everywhere := len(d.Spec.Template.Spec.NodeSelector) == 0 && d.Spec.Template.Spec.Affinity == nil
+		if st.ObservedGeneration < d.Generation || everywhere && int(st.DesiredNumberScheduled) < len(nodes.Items) || st.NumberReady < st.DesiredNumberScheduled {
+			pending = append(pending, fmt.Sprintf("DaemonSet %s/%s (%d of %d nodes ready)", d.Namespace, d.Name, st.NumberReady, len(nodes.Items)))
 		}
 	}
 	return pending

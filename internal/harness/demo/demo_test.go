@@ -24,7 +24,7 @@ func TestDemo(t *testing.T) {
 	if err != nil {
 		t.Fatalf("demo: %v", err)
 	}
-	for _, want := range []string{"All classes Ready", "Every pod Running", "WORKLOADCLASS", "NODEPOOL", "Nodes Karpenter launched",
+	for _, want := range []string{"All classes Ready", "Every pod Running", "3 DaemonSets run a pod on each of the", "WORKLOADCLASS", "NODEPOOL", "Nodes Karpenter launched",
 		"pod ml/trainer selecting the class: admitted",
 		"pod web/trainer selecting the class: refused",
 		"Pod trainer in namespace web could run on WorkloadClass gpu-ml",

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
@@ -81,9 +82,17 @@ func (k *Kubelet) Sync(ctx context.Context) error {
 		ours[name] = true
 	}
 	for i := range nodes.Items {
-		if n := &nodes.Items[i]; ours[n.Name] && n.DeletionTimestamp.IsZero() {
-			errs = append(errs, k.untaint(ctx, n, claims.Items))
+		n := &nodes.Items[i]
+		if !ours[n.Name] || !n.DeletionTimestamp.IsZero() {
+			continue
 		}
+		// A node whose first status report lost a race (Karpenter labels a new node at
+		// once) is reported again, or it would stay NotReady with its pods unrun.
+		if !isReady(n) {
+			errs = append(errs, k.reportReady(ctx, n, claimOf(n, claims.Items)))
+			continue
+		}
+		errs = append(errs, k.untaint(ctx, n, claims.Items))
 	}
 	errs = append(errs, k.runPods(ctx, ours, nodes.Items))
 	return errors.Join(errs...)
@@ -108,6 +117,20 @@ func (k *Kubelet) register(ctx context.Context, nc *karpv1.NodeClaim) (string, e
 	if err := k.Client.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", fmt.Errorf("registering Node %s for NodeClaim %s: %w", name, nc.Name, err)
 	}
+	k.Log.V(1).Info("registered node", "node", name, "nodeclaim", nc.Name, "instance-type", nc.Labels[corev1.LabelInstanceTypeStable])
+	if err := k.reportReady(ctx, node, nc); err != nil {
+		return name, err
+	}
+	return name, nil
+}
+
+// reportReady posts the node's status as a kubelet does once it runs: capacity and
+// allocatable from its NodeClaim, Ready. A conflict is left to the next pass, which finds
+// the node not Ready and reports again.
+func (k *Kubelet) reportReady(ctx context.Context, node *corev1.Node, nc *karpv1.NodeClaim) error {
+	if nc == nil {
+		return nil
+	}
 	now := metav1.Now()
 	node.Status = corev1.NodeStatus{
 		Capacity:    nc.Status.Capacity,
@@ -115,24 +138,38 @@ func (k *Kubelet) register(ctx context.Context, nc *karpv1.NodeClaim) (string, e
 		Phase:       corev1.NodeRunning,
 		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
 			Message: "kubelet stand-in is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now}},
-		NodeInfo:  corev1.NodeSystemInfo{Architecture: labels[corev1.LabelArchStable], OperatingSystem: "linux", KubeletVersion: KubeletVersion},
-		Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}},
+		NodeInfo:  corev1.NodeSystemInfo{Architecture: node.Labels[corev1.LabelArchStable], OperatingSystem: "linux", KubeletVersion: KubeletVersion},
+		Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: node.Name}},
 	}
-	if err := k.Client.Status().Update(ctx, node); err != nil {
-		return "", fmt.Errorf("reporting Node %s Ready: %w", name, err)
+	if err := k.Client.Status().Update(ctx, node); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reporting Node %s Ready: %w", node.Name, err)
 	}
-	k.Log.V(1).Info("registered node", "node", name, "nodeclaim", nc.Name, "instance-type", nc.Labels[corev1.LabelInstanceTypeStable])
-	return name, nil
+	return nil
+}
+
+func isReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// claimOf is the NodeClaim the node was registered for.
+func claimOf(n *corev1.Node, claims []karpv1.NodeClaim) *karpv1.NodeClaim {
+	for i := range claims {
+		if claims[i].Status.ProviderID != "" && claims[i].Status.ProviderID == n.Spec.ProviderID {
+			return &claims[i]
+		}
+	}
+	return nil
 }
 
 // untaint removes the not-ready taint from a Ready node and, once Karpenter has
 // registered it, the NodeClaim's startup taints.
 func (k *Kubelet) untaint(ctx context.Context, n *corev1.Node, claims []karpv1.NodeClaim) error {
-	ready := false
-	for _, c := range n.Status.Conditions {
-		ready = ready || c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
-	}
-	if !ready {
+	if !isReady(n) {
 		return nil
 	}
 	startup := map[string]bool{}
@@ -221,24 +258,32 @@ func setPodCondition(p *corev1.Pod, c corev1.PodCondition) {
 	p.Status.Conditions = append(p.Status.Conditions, c)
 }
 
-// Reason and message of the kubelet's admission refusal of a pod that does not tolerate a
-// NoExecute taint of its node (k8s.io/kubernetes pkg/kubelet/lifecycle/predicate.go: the
-// TaintToleration predicate's name and its ErrReasonNotMatch). The kubelet reports the
-// pod Failed with this reason and "Pod was rejected: " before the message.
+// Reasons and messages of the kubelet's admission refusals this stand-in makes
+// (k8s.io/kubernetes pkg/kubelet/lifecycle/predicate.go: the predicate's name, and
+// "Predicate <name> failed: " before the scheduler plugin's ErrReason*). The kubelet reports
+// the pod Failed with the reason and "Pod was rejected: " before the message.
 const (
+	ReasonNodeAffinity     = "NodeAffinity"
+	MessageNodeAffinity    = "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
 	ReasonTaintToleration  = "TaintToleration"
 	MessageTaintToleration = "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"
 )
 
-// Admit is the part of the kubelet's pod admission this stand-in enforces: a pod bound to
-// a node must tolerate every NoExecute taint of the node, whether the scheduler placed it
-// or it named the node itself (spec.nodeName). NoSchedule taints are the scheduler's and
-// are not checked. Toleration comparison operators (Lt, Gt) are off, as the
+// Admit is the part of the kubelet's pod admission this stand-in enforces, in the
+// kubelet's order (the first failure is the one reported): the pod's nodeSelector and
+// required node affinity must match the node's labels (and a DaemonSet pod's
+// metadata.name field), and the pod must tolerate every NoExecute taint of the node,
+// whether the scheduler placed it or it named the node itself (spec.nodeName).
+// NoSchedule taints are the scheduler's and are not checked; neither are resources or
+// host ports. Toleration comparison operators (Lt, Gt) are off, as the
 // TaintTolerationComparisonOperators gate is by default in 1.37. Static pods, which the
 // kubelet does not check, never come from the API server, so every pod here is checked.
 func Admit(pod *corev1.Pod, node *corev1.Node) (reason, message string, ok bool) {
 	if node == nil {
 		return "", "", true
+	}
+	if match, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !match {
+		return ReasonNodeAffinity, MessageNodeAffinity, false
 	}
 	for i := range node.Spec.Taints {
 		taint := &node.Spec.Taints[i]

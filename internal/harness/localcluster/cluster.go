@@ -56,7 +56,8 @@ type Options struct {
 	// NodeOverlays turns on Karpenter's NodeOverlay feature gate and Poolsmith's overlays.
 	NodeOverlays bool
 	// LogDir receives kube-scheduler.log, kube-controller-manager.log and karpenter.log
-	// (Karpenter's and Poolsmith's logs); a new temporary directory when empty.
+	// (Karpenter's and Poolsmith's logs), created with its parents when missing; a new
+	// temporary directory when empty.
 	LogDir string
 	// KarpenterLogLevel is Karpenter's LOG_LEVEL; "info" when empty.
 	KarpenterLogLevel string
@@ -104,10 +105,8 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if opts.KarpenterLogLevel == "" {
 		opts.KarpenterLogLevel = "info"
 	}
-	if opts.LogDir == "" {
-		if opts.LogDir, err = os.MkdirTemp("", "poolsmith-localcluster-"); err != nil {
-			return nil, fmt.Errorf("creating a log directory: %w", err)
-		}
+	if opts.LogDir, err = logDir(opts.LogDir); err != nil {
+		return nil, err
 	}
 	cat, err := catalog.Load()
 	if err != nil {
@@ -225,6 +224,23 @@ func writeKubeconfig(env *envtest.Environment, dir string) (string, error) {
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	return path, nil
+}
+
+// logDir returns dir, created with its parents when it does not exist (DEMO_LOG_DIR and
+// E2E_LOG_DIR name directories a user has not made yet), or a new temporary directory
+// when dir is empty.
+func logDir(dir string) (string, error) {
+	if dir == "" {
+		dir, err := os.MkdirTemp("", "poolsmith-localcluster-")
+		if err != nil {
+			return "", fmt.Errorf("creating a log directory: %w", err)
+		}
+		return dir, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("creating the log directory %s: %w", dir, err)
+	}
+	return dir, nil
 }
 
 // freePort asks the kernel for a port nothing listens on.
