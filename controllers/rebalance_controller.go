@@ -27,6 +27,7 @@ import (
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/decode"
 	"github.com/poolsmith/poolsmith/internal/rebalance"
+	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/signals"
 )
 
@@ -69,17 +70,17 @@ func (r *RebalanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if !wc.DeletionTimestamp.IsZero() || decode.Error(wc) != "" {
 		return ctrl.Result{}, nil
 	}
-	var defaults *v1alpha1.Rebalance
+	var defaults *v1alpha1.Baseline
 	baseline := &v1alpha1.Baseline{}
 	if err := r.Get(ctx, client.ObjectKey{Name: wc.BaselineName()}, baseline); err == nil {
 		if decode.Error(baseline) != "" {
 			return ctrl.Result{}, nil
 		}
-		defaults = baseline.Spec.Rebalance
+		defaults = baseline
 	} else if !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("getting Baseline %s: %w", wc.BaselineName(), err)
 	}
-	settings, err := rebalance.Resolve(wc.Spec.Rebalance, defaults)
+	settings, err := resolveRebalance(render.Inputs{Class: wc, Baseline: defaults})
 	if err != nil {
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
@@ -99,7 +100,7 @@ func (r *RebalanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if !wc.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	if settings, err = rebalance.Resolve(wc.Spec.Rebalance, defaults); err != nil {
+	if settings, err = resolveRebalance(render.Inputs{Class: wc, Baseline: defaults}); err != nil {
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 	in := rebalance.Input{Now: r.now(), Settings: settings, Rungs: rungs}
@@ -146,6 +147,12 @@ func (r *RebalanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: pass.RequeueAfter}, nil
+}
+
+// resolveRebalance is the class's spec.rebalance as the renderer resolves it.
+func resolveRebalance(in render.Inputs) (rebalance.Settings, error) {
+	s := render.Resolve(in)
+	return rebalance.Settings(s.Rebalance), s.RebalanceErr
 }
 
 // read lists the class's NodeClaims (by name) and its rungs from the cache.
