@@ -176,26 +176,22 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 	if c := meta.FindStatusCondition(wc.Status.Conditions, v1alpha1.ConditionSynced); c == nil || c.ObservedGeneration != wc.Generation {
 		setCondition(wc, v1alpha1.ConditionSynced, metav1.ConditionUnknown, v1alpha1.ReasonReconciling, fmt.Sprintf("generation %d is not applied yet", wc.Generation))
 	}
-	baseline := &v1alpha1.Baseline{}
+	in, err := r.source().Assemble(ctx, wc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	name := wc.BaselineName()
-	if err := r.Get(ctx, client.ObjectKey{Name: name}, baseline); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, fmt.Errorf("getting Baseline %s: %w", name, err)
-		}
+	if in.Baseline == nil {
 		r.notSynced(wc, v1alpha1.ReasonBaselineNotFound, fmt.Sprintf("Baseline %q does not exist; existing children are left as they are until it does", name))
 		// the Baseline watch brings the class back when it appears
 		return ctrl.Result{}, r.enforceBlocked(ctx, wc, nil, v1alpha1.ReasonBaselineNotFound)
 	}
-	if why := decode.Error(baseline); why != "" {
+	if why := decode.Error(in.Baseline); why != "" {
 		msg := fmt.Sprintf("Baseline %q does not decode (%s); existing children are left as they are until it is fixed", name, why)
 		r.notSynced(wc, v1alpha1.ReasonInvalidSpec, msg)
 		return ctrl.Result{}, reconcile.TerminalError(errors.New(msg))
 	}
-	cat, freshness, err := r.Signals.Catalog(ctx, r.Client)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	out, err := r.cluster(wc).Plan(ctx, wc, baseline, render.Options{Region: r.Signals.Region, Catalog: cat})
+	out, err := r.cluster(wc).Plan(ctx, in.Inputs)
 	if err != nil {
 		var rerrs render.Errors
 		if errors.As(err, &rerrs) {
@@ -250,9 +246,9 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 	if err := r.setAccess(ctx, wc); err != nil {
 		return ctrl.Result{}, err
 	}
-	setSignalsCondition(wc, freshness, res.CostBased)
+	setSignalsCondition(wc, in.Freshness, res.CostBased)
 	wc.Status.ObservedGeneration = wc.Generation
-	return requeueForStaleness(ctrl.Result{}, freshness, r.Signals.Clock()), nil
+	return requeueForStaleness(ctrl.Result{}, in.Freshness, r.Signals.Clock()), nil
 }
 
 // finalize deletes the class's NodePools, then its EC2NodeClass, then lets the class go.
