@@ -38,8 +38,9 @@ type Settings struct {
 	RebalanceErr error
 	// Access is spec.access as the renderer enforces it.
 	Access Access
-	// Fields are every resolved setting with its value and origin, as explain prints them:
-	// Object is WorkloadClass/NAME and Path the setting (rebalance.policy, access.enforced).
+	// Fields are every resolved setting with its value and origin: Object is
+	// WorkloadClass/NAME and Path the setting (spec.rebalance.policy, access.enforced).
+	// explain prints the spec.rebalance ones as its rebalance section.
 	Fields []Field
 }
 
@@ -100,34 +101,34 @@ func resolveRebalance(class, baseline *v1alpha1.Rebalance, add func(path, value 
 		layer[v1alpha1.RebalancePolicy]{b.Policy, OriginBaseline},
 		layer[v1alpha1.RebalancePolicy]{c.Policy, OriginClass})
 	s.Policy = policy
-	add("rebalance.policy", string(policy), origin)
+	add("spec.rebalance.policy", string(policy), origin)
 
 	bucket, origin := pick(
 		layer[string]{v1alpha1.DefaultRebalanceMaxInterruption, OriginPoolsmithDefault},
 		layer[string]{b.MaxInterruption, OriginBaseline},
 		layer[string]{c.MaxInterruption, OriginClass})
-	add("rebalance.maxInterruption", bucket, origin)
+	add("spec.rebalance.maxInterruption", bucket, origin)
 
 	afterSet, origin := pick(
 		layer[*metav1.Duration]{&metav1.Duration{Duration: after}, OriginPoolsmithDefault},
 		layer[*metav1.Duration]{b.After, OriginBaseline},
 		layer[*metav1.Duration]{c.After, OriginClass})
 	s.After = afterSet.Duration
-	add("rebalance.after", s.After.String(), origin)
+	add("spec.rebalance.after", s.After.String(), origin)
 
 	concurrent, origin := pick(
 		layer[*intstr.IntOrString]{&maxConcurrent, OriginPoolsmithDefault},
 		layer[*intstr.IntOrString]{b.MaxConcurrent, OriginBaseline},
 		layer[*intstr.IntOrString]{c.MaxConcurrent, OriginClass})
 	s.MaxConcurrent = *concurrent
-	add("rebalance.maxConcurrent", s.MaxConcurrent.String(), origin)
+	add("spec.rebalance.maxConcurrent", s.MaxConcurrent.String(), origin)
 
 	quietSet, origin := pick(
 		layer[*metav1.Duration]{&metav1.Duration{Duration: quiet}, OriginPoolsmithDefault},
 		layer[*metav1.Duration]{b.QuietPeriod, OriginBaseline},
 		layer[*metav1.Duration]{c.QuietPeriod, OriginClass})
 	s.QuietPeriod = quietSet.Duration
-	add("rebalance.quietPeriod", s.QuietPeriod.String(), origin)
+	add("spec.rebalance.quietPeriod", s.QuietPeriod.String(), origin)
 
 	s.MaxInterruption = catalog.BucketUnknown
 	for bk := catalog.BucketUnder5; bk <= catalog.BucketOver20; bk++ {

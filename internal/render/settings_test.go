@@ -39,11 +39,11 @@ func TestResolveRebalanceLayersClassOverBaselineOverDefaults(t *testing.T) {
 		t.Errorf("got %+v", r)
 	}
 	for path, want := range map[string][2]string{
-		"rebalance.policy":          {"Preferred", "baseline"},
-		"rebalance.after":           {"1m0s", "class"},
-		"rebalance.maxInterruption": {"<5%", "baseline"},
-		"rebalance.maxConcurrent":   {"1", "poolsmith-default"},
-		"rebalance.quietPeriod":     {"1h0m0s", "poolsmith-default"},
+		"spec.rebalance.policy":          {"Preferred", "baseline"},
+		"spec.rebalance.after":           {"1m0s", "class"},
+		"spec.rebalance.maxInterruption": {"<5%", "baseline"},
+		"spec.rebalance.maxConcurrent":   {"1", "poolsmith-default"},
+		"spec.rebalance.quietPeriod":     {"1h0m0s", "poolsmith-default"},
 	} {
 		if v, o := settingOrigin(s, path); v != want[0] || string(o) != want[1] {
 			t.Errorf("%s: got %s from %s, want %s from %s", path, v, o, want[0], want[1])
@@ -68,7 +68,7 @@ func TestResolveRebalanceZeroValuesAreSet(t *testing.T) {
 	if s.Rebalance.After != 0 || s.Rebalance.MaxConcurrent.String() != "50%" {
 		t.Errorf("got %+v", s.Rebalance)
 	}
-	if _, o := settingOrigin(s, "rebalance.after"); o != render.OriginClass {
+	if _, o := settingOrigin(s, "spec.rebalance.after"); o != render.OriginClass {
 		t.Errorf("after: origin %s", o)
 	}
 }
