@@ -26,7 +26,9 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/decode"
+	"github.com/poolsmith/poolsmith/internal/observe"
 	"github.com/poolsmith/poolsmith/internal/rebalance"
+	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/signals"
 )
 
@@ -69,17 +71,16 @@ func (r *RebalanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if !wc.DeletionTimestamp.IsZero() || decode.Error(wc) != "" {
 		return ctrl.Result{}, nil
 	}
-	var defaults *v1alpha1.Rebalance
-	baseline := &v1alpha1.Baseline{}
-	if err := r.Get(ctx, client.ObjectKey{Name: wc.BaselineName()}, baseline); err == nil {
-		if decode.Error(baseline) != "" {
-			return ctrl.Result{}, nil
-		}
-		defaults = baseline.Spec.Rebalance
-	} else if !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, fmt.Errorf("getting Baseline %s: %w", wc.BaselineName(), err)
+	// The class's inputs as the WorkloadClass controller gathers them (no signals: the
+	// settings need none). Without a Baseline the class's values and the defaults decide.
+	inputs, err := observe.Source{Reader: r.Client}.Assemble(ctx, wc)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	settings, err := rebalance.Resolve(wc.Spec.Rebalance, defaults)
+	if inputs.Baseline != nil && decode.Error(inputs.Baseline) != "" {
+		return ctrl.Result{}, nil
+	}
+	settings, err := resolveRebalance(inputs.Inputs)
 	if err != nil {
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
@@ -99,7 +100,8 @@ func (r *RebalanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if !wc.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	if settings, err = rebalance.Resolve(wc.Spec.Rebalance, defaults); err != nil {
+	// inputs.Class is wc, now as the API server holds it.
+	if settings, err = resolveRebalance(inputs.Inputs); err != nil {
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 	in := rebalance.Input{Now: r.now(), Settings: settings, Rungs: rungs}
@@ -146,6 +148,13 @@ func (r *RebalanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: pass.RequeueAfter}, nil
+}
+
+// resolveRebalance is the class's spec.rebalance as the renderer resolves it (in.Class
+// is the copy last read).
+func resolveRebalance(in render.Inputs) (rebalance.Settings, error) {
+	s := render.Resolve(in)
+	return rebalance.Settings(s.Rebalance), s.RebalanceErr
 }
 
 // read lists the class's NodeClaims (by name) and its rungs from the cache.

@@ -172,26 +172,22 @@ func (r *WorkloadClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 // foreign object holds a rendered name: a class is written whole or not at all.
 func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.WorkloadClass) (outcome, ctrl.Result, error) {
 	var o outcome
-	baseline := &v1alpha1.Baseline{}
+	in, err := r.source().Assemble(ctx, wc)
+	if err != nil {
+		return o, ctrl.Result{}, err
+	}
 	name := wc.BaselineName()
-	if err := r.Get(ctx, client.ObjectKey{Name: name}, baseline); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return o, ctrl.Result{}, fmt.Errorf("getting Baseline %s: %w", name, err)
-		}
+	if in.Baseline == nil {
 		o.fail(v1alpha1.ReasonBaselineNotFound, fmt.Sprintf("Baseline %q does not exist; existing children are left as they are until it does", name))
 		// the Baseline watch brings the class back when it appears
 		return o, ctrl.Result{}, r.enforceBlocked(ctx, wc, nil, &o)
 	}
-	if why := decode.Error(baseline); why != "" {
+	if why := decode.Error(in.Baseline); why != "" {
 		msg := fmt.Sprintf("Baseline %q does not decode (%s); existing children are left as they are until it is fixed", name, why)
 		o.fail(v1alpha1.ReasonInvalidSpec, msg)
 		return o, ctrl.Result{}, reconcile.TerminalError(errors.New(msg))
 	}
-	cat, freshness, err := r.Signals.Catalog(ctx, r.Client)
-	if err != nil {
-		return o, ctrl.Result{}, err
-	}
-	out, err := r.cluster(wc).Plan(ctx, wc, baseline, render.Options{Region: r.Signals.Region, Catalog: cat})
+	out, err := r.cluster(wc).Plan(ctx, in.Inputs)
 	if err != nil {
 		var rerrs render.Errors
 		if errors.As(err, &rerrs) {
@@ -240,8 +236,8 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 	if o.Access, err = r.access(ctx, wc); err != nil {
 		return o, ctrl.Result{}, err
 	}
-	o.Signals, o.CostBased = &freshness, res.CostBased
-	return o, requeueForStaleness(ctrl.Result{}, freshness, r.Signals.Clock()), nil
+	o.Signals, o.CostBased = &in.Freshness, res.CostBased
+	return o, requeueForStaleness(ctrl.Result{}, in.Freshness, r.Signals.Clock()), nil
 }
 
 // finalize deletes the class's NodePools, then its EC2NodeClass, then lets the class go.

@@ -18,7 +18,15 @@ import (
 	"github.com/poolsmith/poolsmith/internal/diff"
 	"github.com/poolsmith/poolsmith/internal/observe"
 	"github.com/poolsmith/poolsmith/internal/plan"
+	"github.com/poolsmith/poolsmith/internal/render"
 )
+
+// source is where the reconciler reads a class's inputs (observe.Source.Assemble): the
+// Baseline from the cache, the catalog priced by the signals, the capabilities.
+func (r *WorkloadClassReconciler) source() observe.Source {
+	return observe.Source{Reader: r.Client, Pricing: r.Signals,
+		Options: render.Options{Region: r.Signals.Region, Capabilities: r.Capabilities}}
+}
 
 // cluster is where the reconciler reads children for wc: the cache, and the API server
 // for names the cache does not hold. A plan that only creates asks nothing first (see

@@ -291,12 +291,57 @@ func TestExplainShowsValuesAndOrigins(t *testing.T) {
 		t.Fatalf("explain -o json: exit %d, %d fields", code, len(fields))
 	}
 	for _, f := range fields {
-		if (f["object"] != "EC2NodeClass/gpu" && f["object"] != "AccessRule/gpu") || f["origin"] == "" {
+		// The class's resolved spec.rebalance is listed after its objects' fields.
+		rebalance := f["object"] == "WorkloadClass/gpu" && strings.HasPrefix(f["path"], "spec.rebalance.")
+		if (f["object"] != "EC2NodeClass/gpu" && f["object"] != "AccessRule/gpu" && !rebalance) || f["origin"] == "" {
 			t.Errorf("unexpected field %v", f)
 		}
 	}
 	if code, _, _ := run(t, "", "explain", "-f", samples, "--object", "NodePool/nope"); code != ExitFindings {
 		t.Errorf("unknown --object: exit %d, want 1", code)
+	}
+}
+
+func TestExplainShowsTheResolvedRebalanceSettings(t *testing.T) {
+	code, out, stderr := run(t, "", "explain", "-f", "testdata/rebalance.yaml")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	_, section, ok := strings.Cut(out, "\nREBALANCE ")
+	if !ok {
+		t.Fatalf("no rebalance section:\n%s", out)
+	}
+	rows := map[string][]string{}
+	for _, line := range strings.Split(section, "\n")[2:] {
+		if f := strings.Fields(line); len(f) == 4 {
+			rows[f[1]] = f
+		}
+	}
+	// The Baseline sets policy, maxInterruption and after; the class after and
+	// maxConcurrent; nobody quietPeriod.
+	for _, want := range [][]string{
+		{"WorkloadClass/web", "spec.rebalance.policy", "Preferred", "baseline"},
+		{"WorkloadClass/web", "spec.rebalance.maxInterruption", "<5%", "baseline"},
+		{"WorkloadClass/web", "spec.rebalance.after", "10m0s", "class"},
+		{"WorkloadClass/web", "spec.rebalance.maxConcurrent", "25%", "class"},
+		{"WorkloadClass/web", "spec.rebalance.quietPeriod", "1h0m0s", "poolsmith-default"},
+	} {
+		if got := rows[want[1]]; strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%s: got %q, want %q", want[1], got, want)
+		}
+	}
+	if len(rows) != 5 {
+		t.Errorf("want 5 settings, got %v", rows)
+	}
+
+	// --object selects the class's section alone; -o json lists the same settings.
+	code, out, _ = run(t, "", "explain", "-f", "testdata/rebalance.yaml", "--object", "WorkloadClass/web", "-o", "json")
+	var fields []map[string]string
+	if code != ExitOK || json.Unmarshal([]byte(out), &fields) != nil || len(fields) != 5 {
+		t.Fatalf("explain --object WorkloadClass/web -o json: exit %d, %d fields: %s", code, len(fields), out)
+	}
+	if f := fields[0]; f["object"] != "WorkloadClass/web" || f["path"] != "spec.rebalance.policy" || f["value"] != "Preferred" || f["origin"] != "baseline" {
+		t.Errorf("first setting: %v", f)
 	}
 }
 

@@ -94,9 +94,12 @@ func runDiff(c *cobra.Command, flags *diffFlags) error {
 		return err
 	}
 	fmt.Fprintf(c.ErrOrStderr(), "signals: %s: %s\n", freshness.Reason, freshness.Message)
-	cluster := observe.Cluster{Cached: cl, Direct: cl, Capabilities: capabilities.Capabilities{NodeOverlays: flags.nodeOverlays, NoAccessPolicies: !flags.accessPolicies}}
-	d := differ{cluster: cluster, reader: cl, in: in,
-		opts: render.Options{Region: flags.region, Catalog: cat}, w: c.OutOrStdout()}
+	caps := capabilities.Capabilities{NodeOverlays: flags.nodeOverlays, NoAccessPolicies: !flags.accessPolicies}
+	cluster := observe.Cluster{Cached: cl, Direct: cl, Capabilities: caps}
+	// The signals are read once for every class: the catalog is given, not priced per class.
+	source := observe.Source{Baselines: in.baselines, Reader: lenientReader{cl},
+		Options: render.Options{Region: flags.region, Catalog: cat, Capabilities: caps}}
+	d := differ{cluster: cluster, source: source, reader: cl, in: in, w: c.OutOrStdout()}
 	changed, err := d.run(ctx)
 	if err != nil {
 		return err
@@ -110,10 +113,12 @@ func runDiff(c *cobra.Command, flags *diffFlags) error {
 // differ plans each input class against the cluster and prints the plans.
 type differ struct {
 	cluster observe.Cluster
-	reader  client.Reader
-	in      *input
-	opts    render.Options
-	w       io.Writer
+	// source gathers each class's inputs as the controller does: the input's Baseline,
+	// else the cluster's.
+	source observe.Source
+	reader client.Reader
+	in     *input
+	w      io.Writer
 }
 
 // run reports whether the controller would write anything or be blocked.
@@ -122,10 +127,12 @@ func (d differ) run(ctx context.Context) (bool, error) {
 	var invalid inputError
 	for _, wc := range d.in.classes {
 		ref := "WorkloadClass/" + wc.Name
-		baseline, err := d.baseline(ctx, wc)
+		owner := wc.DeepCopy() // takes the live class's UID below
+		inputs, err := d.source.Assemble(ctx, owner)
 		if err != nil {
 			return false, err
 		}
+		baseline := inputs.Baseline
 		if baseline == nil {
 			fmt.Fprintf(d.w, "%s: Baseline %q is neither in the input nor in the cluster: the controller leaves its children as they are\n", ref, wc.BaselineName())
 			changed = true
@@ -140,7 +147,6 @@ func (d differ) run(ctx context.Context) (bool, error) {
 		// owns nothing.
 		// Only its metadata is read, so a live class that does not decode (internal/decode)
 		// does not stop the diff of the input's.
-		owner := wc.DeepCopy()
 		live := &metav1.PartialObjectMetadata{}
 		live.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("WorkloadClass"))
 		switch err := d.reader.Get(ctx, client.ObjectKey{Name: wc.Name}, live); {
@@ -149,7 +155,7 @@ func (d differ) run(ctx context.Context) (bool, error) {
 		case !apierrors.IsNotFound(err):
 			return false, fmt.Errorf("reading %s: %w", ref, err)
 		}
-		out, err := d.cluster.Plan(ctx, owner, baseline, d.opts)
+		out, err := d.cluster.Plan(ctx, inputs.Inputs)
 		var rerrs render.Errors
 		if errors.As(err, &rerrs) {
 			where := d.in.where[ref]
@@ -171,25 +177,21 @@ func (d differ) run(ctx context.Context) (bool, error) {
 	return changed, nil
 }
 
-// baseline is the input's Baseline of that name, else the cluster's; nil when neither has it.
-func (d differ) baseline(ctx context.Context, wc *v1alpha1.WorkloadClass) (*v1alpha1.Baseline, error) {
-	if b, ok := d.in.baselines[wc.BaselineName()]; ok {
-		return b, nil
+// lenientReader reads Baselines as the manager's cache does (internal/decode), so one
+// that does not decode whole is reported, not fatal; it reads other kinds as they are.
+type lenientReader struct{ client.Reader }
+
+func (r lenientReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	b, ok := obj.(*v1alpha1.Baseline)
+	if !ok {
+		return r.Reader.Get(ctx, key, obj, opts...)
 	}
-	// Read as the manager's cache reads it, so one that does not decode is reported, not fatal.
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("Baseline"))
-	if err := d.reader.Get(ctx, client.ObjectKey{Name: wc.BaselineName()}, u); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading Baseline %s: %w", wc.BaselineName(), err)
+	if err := r.Reader.Get(ctx, key, u, opts...); err != nil {
+		return err
 	}
-	b := &v1alpha1.Baseline{}
-	if err := decode.Unstructured(u, b); err != nil {
-		return nil, fmt.Errorf("reading Baseline %s: %w", wc.BaselineName(), err)
-	}
-	return b, nil
+	return decode.Unstructured(u, b)
 }
 
 // printPlan prints one line per step, with the fields of updates; it reports whether the

@@ -19,8 +19,15 @@ func newExplainCommand() *cobra.Command {
 		Long: `Print each field of each generated object with its value and origin:
 karpenter-default, baseline, profile:<Name>, class or computed:<what>. Paths are
 JSONPath-like; map entries and list items are named by key, e.g.
-spec.template.spec.requirements[kubernetes.io/arch].`,
+spec.template.spec.requirements[kubernetes.io/arch].
+
+Then a rebalance section: each class's spec.rebalance as the rebalance controller
+resolves it, one setting a line (WorkloadClass/NAME, spec.rebalance.FIELD), from the
+class, else its Baseline (baseline), else Poolsmith's default (poolsmith-default).
+With -o json these are more entries of the same list. --object WorkloadClass/NAME (or
+NAME) selects a class's section.`,
 		Example: `  poolsmith explain -f config/samples/ --object NodePool/ci-spot-amd64
+  poolsmith explain -f config/samples/ --object WorkloadClass/ci
   poolsmith explain -f config/samples/ --object gpu -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -28,24 +35,46 @@ spec.template.spec.requirements[kubernetes.io/arch].`,
 			if err != nil {
 				return err
 			}
-			var fields render.Provenance
+			var fields, rebalance render.Provenance
 			for _, r := range results {
 				for _, f := range r.Provenance {
 					if matchesObject(f.Object, object) {
 						fields = append(fields, f)
 					}
 				}
+				for _, f := range r.Settings.Fields {
+					if strings.HasPrefix(f.Path, "spec.rebalance.") && matchesObject(f.Object, object) {
+						rebalance = append(rebalance, f)
+					}
+				}
 			}
-			if object != "" && len(fields) == 0 {
+			if object != "" && len(fields) == 0 && len(rebalance) == 0 {
 				return inputError{fmt.Sprintf("--object %s: no generated object has that name", object)}
 			}
 			if flags.output == "json" {
-				return writeJSON(c.OutOrStdout(), fields)
+				return writeJSON(c.OutOrStdout(), append(fields, rebalance...))
 			}
 			w := tabwriter.NewWriter(c.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(w, "OBJECT\tPATH\tVALUE\tORIGIN")
-			for _, f := range fields {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", f.Object, f.Path, oneLine(f.Value), f.Origin)
+			if len(fields) > 0 {
+				fmt.Fprintln(w, "OBJECT\tPATH\tVALUE\tORIGIN")
+				for _, f := range fields {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", f.Object, f.Path, oneLine(f.Value), f.Origin)
+				}
+			}
+			if len(rebalance) > 0 {
+				if len(fields) > 0 {
+					fmt.Fprintln(w)
+				}
+				// Its own section, aligned on its own: these are the class's resolved
+				// settings, not fields of a generated object.
+				if err := w.Flush(); err != nil {
+					return err
+				}
+				fmt.Fprintln(c.OutOrStdout(), "REBALANCE (spec.rebalance as resolved: class, else baseline, else poolsmith-default)")
+				fmt.Fprintln(w, "OBJECT\tSETTING\tVALUE\tORIGIN")
+				for _, f := range rebalance {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", f.Object, f.Path, f.Value, f.Origin)
+				}
 			}
 			return w.Flush()
 		},

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/lint"
 	"github.com/poolsmith/poolsmith/internal/manifest"
+	"github.com/poolsmith/poolsmith/internal/observe"
 	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/validate"
 )
@@ -112,15 +114,21 @@ func loadInput(paths []string, stdin io.Reader, stderr io.Writer, extra map[stri
 	return in, nil
 }
 
-// renderEach renders every class, keeping each class's error.
+// renderEach renders every class, keeping each class's error. Its inputs are gathered as
+// the controller gathers them, from the input's Baselines and the flags' options.
 func (in *input) renderEach() []lint.Class {
 	out := make([]lint.Class, 0, len(in.classes))
+	source := observe.Source{Baselines: in.baselines, Options: in.opts}
 	for _, wc := range in.classes {
-		c := lint.Class{Class: wc, Baseline: in.baselines[wc.BaselineName()]}
-		if c.Baseline == nil {
+		inputs, err := source.Assemble(context.Background(), wc) // reads nothing: no Reader
+		c := lint.Class{Class: wc, Baseline: inputs.Baseline, Err: err}
+		if c.Err == nil && c.Baseline == nil {
 			c.Err = fmt.Errorf("spec.baselineRef: Baseline %q is not in the input", wc.BaselineName())
-		} else if c.Result, c.Err = render.Render(c.Baseline, wc, in.opts); c.Err == nil {
-			c.Err = refusedByKarpenter(c.Result)
+		}
+		if c.Err == nil {
+			if c.Result, c.Err = inputs.Render(); c.Err == nil {
+				c.Err = refusedByKarpenter(c.Result)
+			}
 		}
 		out = append(out, c)
 	}

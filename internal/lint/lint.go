@@ -348,16 +348,10 @@ func checkFallback(c Class, add adder) {
 
 // checkRebalanceExpiry warns when spec.rebalance and fallbackExpireAfter both replace
 // fallback nodes: an expired node can land on a fallback rung again and then be moved,
-// disrupting its pods twice, and expiry ignores do-not-disrupt and PDBs.
+// disrupting its pods twice, and expiry ignores do-not-disrupt and PDBs. The policy is the
+// one the renderer resolved (class, else Baseline, else Off).
 func checkRebalanceExpiry(c Class, add adder) {
-	policy := v1alpha1.RebalanceOff
-	for _, r := range []*v1alpha1.Rebalance{c.Class.Spec.Rebalance, baselineRebalance(c.Baseline)} {
-		if r != nil && r.Policy != "" {
-			policy = r.Policy
-			break
-		}
-	}
-	if policy != v1alpha1.RebalancePreferred || len(c.Result.NodePools) == 0 {
+	if c.Result.Settings.Rebalance.Policy != v1alpha1.RebalancePreferred || len(c.Result.NodePools) == 0 {
 		return
 	}
 	top := c.Result.NodePools[0].Spec.Template.Spec.ExpireAfter
@@ -369,13 +363,6 @@ func checkRebalanceExpiry(c Class, add adder) {
 			return
 		}
 	}
-}
-
-func baselineRebalance(b *v1alpha1.Baseline) *v1alpha1.Rebalance {
-	if b == nil {
-		return nil
-	}
-	return b.Spec.Rebalance
 }
 
 // checkSelectsNothing finds rungs whose requirements contradict each other through what

@@ -239,10 +239,12 @@ func TestRebalanceWithFallbackExpiry(t *testing.T) {
 	if !has(f, lint.Warning, "WorkloadClass/both", lint.CheckRebalanceExpiry) || has(f, lint.Warning, "WorkloadClass/never", lint.CheckRebalanceExpiry) || has(f, lint.Warning, "WorkloadClass/off", lint.CheckRebalanceExpiry) {
 		t.Errorf("rebalance/expiry check wrong: %v", f)
 	}
-	// The Baseline's default turns it on too.
-	byBaseline := rendered(t, class("by-baseline", v1alpha1.WorkloadClassSpec{}))
-	byBaseline.Baseline = byBaseline.Baseline.DeepCopy()
-	byBaseline.Baseline.Spec.Rebalance = preferred
+	// The Baseline's default turns it on too (as the renderer resolves it).
+	b := baseline()
+	b.Spec.Rebalance = preferred
+	wc := class("by-baseline", v1alpha1.WorkloadClassSpec{})
+	res, err := render.Render(b, wc, render.Options{})
+	byBaseline := lint.Class{Class: wc, Baseline: b, Result: res, Err: err}
 	if f := lint.Lint([]lint.Class{byBaseline}, render.Options{}); !has(f, lint.Warning, "WorkloadClass/by-baseline", lint.CheckRebalanceExpiry) {
 		t.Errorf("Baseline default not seen: %v", f)
 	}

@@ -1,7 +1,8 @@
 // Package observe reads what the cluster holds of a class and plans it: the children it
 // controls, objects of other owners under its rendered names, and the usage its limits are
 // split by. The controller (through its cache) and `poolsmith diff` (through a direct
-// client) both plan through Cluster.Plan, so they see the same inputs the same way.
+// client) both gather a class's inputs with Source.Assemble and plan through
+// Cluster.Plan, so they see the same inputs the same way.
 package observe
 
 import (
@@ -205,17 +206,18 @@ type Outcome struct {
 // manager does not manage.
 const overlaysOff = "this manager runs without --node-overlays (which needs Karpenter's NodeOverlay CRD and feature gate)"
 
-// Plan renders the class with the usage of its live NodePools, plans it and validates
-// every write. opts carries the catalog and region; its Usage is filled here. Render
-// errors come back as render.Errors.
-func (c Cluster) Plan(ctx context.Context, wc *v1alpha1.WorkloadClass, baseline *v1alpha1.Baseline, opts render.Options) (*Outcome, error) {
+// Plan renders the class (its inputs as Source.Assemble gathers them, with a Baseline)
+// with the usage of its live NodePools, plans it and validates every write. The usage
+// and the capabilities are the Cluster's. Render errors come back as render.Errors.
+func (c Cluster) Plan(ctx context.Context, in render.Inputs) (*Outcome, error) {
+	wc := in.Class
 	live, err := c.Children(ctx, wc)
 	if err != nil {
 		return nil, err
 	}
-	opts.Usage = live.Usage()
-	opts.Capabilities = c.Capabilities
-	res, err := render.Render(baseline, wc, opts)
+	in.Options.Usage = live.Usage()
+	in.Options.Capabilities = c.Capabilities
+	res, err := in.Render()
 	if err != nil {
 		return nil, err
 	}
@@ -230,10 +232,10 @@ func (c Cluster) Plan(ctx context.Context, wc *v1alpha1.WorkloadClass, baseline 
 		return nil, err
 	}
 	// verify asks the API server about the rendered names the cache does not hold.
-	in := plan.Input{Class: wc, Result: res, Live: live, Unverified: true, Memo: c.Memo}
+	pin := plan.Input{Class: wc, Result: res, Live: live, Unverified: true, Memo: c.Memo}
 	verify := func() error {
-		in.Unverified = false
-		in.Foreign, err = c.lookup(ctx, wc, res, &in.Live)
+		pin.Unverified = false
+		pin.Foreign, err = c.lookup(ctx, wc, res, &pin.Live)
 		return err
 	}
 	if !c.Lazy {
@@ -241,19 +243,19 @@ func (c Cluster) Plan(ctx context.Context, wc *v1alpha1.WorkloadClass, baseline 
 			return nil, err
 		}
 	}
-	p, err := plan.Compute(in, crds)
+	p, err := plan.Compute(pin, crds)
 	if err != nil {
 		return nil, err
 	}
-	if in.Unverified && p.Creates() && p.ChangesExisting() {
+	if pin.Unverified && p.Creates() && p.ChangesExisting() {
 		if err := verify(); err != nil {
 			return nil, err
 		}
-		if p, err = plan.Compute(in, crds); err != nil {
+		if p, err = plan.Compute(pin, crds); err != nil {
 			return nil, err
 		}
 	}
-	live = in.Live
+	live = pin.Live
 	var v plan.Validator = crds
 	if c.Validator != nil {
 		v = c.Validator

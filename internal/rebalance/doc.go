@@ -1,6 +1,8 @@
 // Package rebalance moves a WorkloadClass's nodes from fallback rungs back up its ladder
 // when the preferred rung can be expected to launch (spec.rebalance). Deciding is pure
 // (Settings, Decide, Settle, the evidence helpers) and tested without a cluster; the
+// settings it decides with are resolved by the renderer (render.Resolve), the one place
+// class-over-Baseline-over-default precedence is written; the
 // RebalanceReconciler in controllers/ reads the cluster, marks the chosen NodeClaims
 // drifted and writes status.rebalance.
 //

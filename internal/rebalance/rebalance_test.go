@@ -17,18 +17,22 @@ import (
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/rebalance"
+	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/signals"
 )
 
 var now = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
+// settings are a class's spec.rebalance as the renderer resolves it without a Baseline.
 func settings(t *testing.T, r *v1alpha1.Rebalance) rebalance.Settings {
 	t.Helper()
-	s, err := rebalance.Resolve(r, nil)
-	if err != nil {
-		t.Fatal(err)
+	class := &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+	class.Spec.Rebalance = r
+	s := render.Resolve(render.Inputs{Class: class})
+	if s.RebalanceErr != nil {
+		t.Fatal(s.RebalanceErr)
 	}
-	return s
+	return rebalance.Settings(s.Rebalance)
 }
 
 func preferred(mutate ...func(*v1alpha1.Rebalance)) *v1alpha1.Rebalance {
@@ -65,20 +69,6 @@ func ladder() []rebalance.Rung {
 
 func node(name, rung string, age time.Duration) rebalance.Node {
 	return rebalance.Node{NodeClaim: name, Rung: rung, Created: now.Add(-age)}
-}
-
-func TestResolveLayersClassOverBaselineOverDefaults(t *testing.T) {
-	s, err := rebalance.Resolve(&v1alpha1.Rebalance{After: &metav1.Duration{Duration: time.Minute}},
-		&v1alpha1.Rebalance{Policy: v1alpha1.RebalancePreferred, After: &metav1.Duration{Duration: time.Hour}, MaxInterruption: "<5%"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Policy != v1alpha1.RebalancePreferred || s.After != time.Minute || s.MaxInterruption != catalog.BucketUnder5 || s.QuietPeriod != time.Hour || s.MaxConcurrent.IntValue() != 1 {
-		t.Errorf("got %+v", s)
-	}
-	if off := settings(t, nil); off.Policy != v1alpha1.RebalanceOff || off.After != 30*time.Minute || off.MaxInterruption != catalog.Bucket10To15 {
-		t.Errorf("defaults: %+v", off)
-	}
 }
 
 func TestConcurrentAndQuiet(t *testing.T) {

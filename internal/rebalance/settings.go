@@ -1,14 +1,12 @@
 package rebalance
 
 import (
-	"fmt"
 	"math"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
-	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/render"
 )
 
 // MaxQuietPeriod caps the quiet period's doubling on repeated failures.
@@ -25,75 +23,10 @@ const MaxQuietPeriod = 24 * time.Hour
 // period.
 const KarpenterICEMemory = 3*time.Minute + 15*time.Second
 
-// Settings are a class's resolved spec.rebalance.
-type Settings struct {
-	Policy          v1alpha1.RebalancePolicy
-	MaxInterruption catalog.Bucket
-	After           time.Duration
-	MaxConcurrent   intstr.IntOrString
-	QuietPeriod     time.Duration
-}
-
-// Resolve takes each field from the class, else the Baseline, else the default.
-func Resolve(class, baseline *v1alpha1.Rebalance) (Settings, error) {
-	layers := []*v1alpha1.Rebalance{class, baseline}
-	pick := func(get func(*v1alpha1.Rebalance) bool) {
-		for _, l := range layers {
-			if l != nil && get(l) {
-				return
-			}
-		}
-	}
-	s := Settings{Policy: v1alpha1.RebalanceOff, MaxConcurrent: intstr.FromInt32(v1alpha1.DefaultRebalanceMaxConcurrent)}
-	bucket := v1alpha1.DefaultRebalanceMaxInterruption
-	after, _ := time.ParseDuration(v1alpha1.DefaultRebalanceAfter)
-	quiet, _ := time.ParseDuration(v1alpha1.DefaultRebalanceQuietPeriod)
-	s.After, s.QuietPeriod = after, quiet
-	pick(func(l *v1alpha1.Rebalance) bool { s.Policy = orElse(l.Policy, s.Policy); return l.Policy != "" })
-	pick(func(l *v1alpha1.Rebalance) bool {
-		bucket = orElse(l.MaxInterruption, bucket)
-		return l.MaxInterruption != ""
-	})
-	pick(func(l *v1alpha1.Rebalance) bool {
-		if l.After != nil {
-			s.After = l.After.Duration
-		}
-		return l.After != nil
-	})
-	pick(func(l *v1alpha1.Rebalance) bool {
-		if l.QuietPeriod != nil {
-			s.QuietPeriod = l.QuietPeriod.Duration
-		}
-		return l.QuietPeriod != nil
-	})
-	pick(func(l *v1alpha1.Rebalance) bool {
-		if l.MaxConcurrent != nil {
-			s.MaxConcurrent = *l.MaxConcurrent
-		}
-		return l.MaxConcurrent != nil
-	})
-	s.MaxInterruption = catalog.BucketUnknown
-	for b := catalog.BucketUnder5; b <= catalog.BucketOver20; b++ {
-		if b.String() == bucket {
-			s.MaxInterruption = b
-		}
-	}
-	if s.MaxInterruption == catalog.BucketUnknown {
-		return s, fmt.Errorf("spec.rebalance.maxInterruption: unknown bucket %q", bucket)
-	}
-	if s.QuietPeriod <= 0 {
-		return s, fmt.Errorf("spec.rebalance.quietPeriod: must be positive")
-	}
-	return s, nil
-}
-
-func orElse[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
+// Settings are a class's resolved spec.rebalance. The renderer resolves them (the class,
+// else its Baseline, else the defaults: render.Resolve, render.Result.Settings); the
+// decider only reads them, as rebalance.Settings(settings.Rebalance).
+type Settings render.Rebalance
 
 // Concurrent is how many nodes may be moving at once, given how many of the class's nodes
 // run on fallback rungs (those moving included): maxConcurrent, or its percentage of

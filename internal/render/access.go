@@ -96,7 +96,7 @@ func schedulingTaints(taints []corev1.Taint) []corev1.Taint {
 // restricted reports whether the class's access rule is enforced: spec.access is set and
 // the AccessRule is rendered.
 func (r *renderer) restricted() bool {
-	return r.class.Spec.Access != nil && r.opts.Capabilities.AccessRules()
+	return accessEnforced(r.class, r.opts)
 }
 
 // accessTaint is the NoExecute taint every rung of a restricted class carries. A pod that

@@ -27,6 +27,16 @@
 //	taints, startupTaints           union by (key, effect); the later layer's value wins.
 //	disruption, expireAfter, terminationGracePeriod   per field, by precedence; budgets
 //	                   are replaced as a whole by the highest layer that sets them.
+//	rebalance          per field: class, else Baseline, else Poolsmith's default
+//	                   (settings.go; not written to any object, see Settings).
+//
+// # Settings
+//
+// Besides objects, the renderer resolves the settings Poolsmith acts on itself (Settings:
+// spec.rebalance, spec.access as enforced), each with its origin, through the same pick
+// as every field. Result.Settings carries them; Resolve gives them without rendering the
+// objects (the rebalance controller's need). Inputs are what a class is rendered from;
+// internal/observe's Source.Assemble gathers them for the controller and the CLI.
 //
 // # Ladder
 //

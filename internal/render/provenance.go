@@ -13,6 +13,9 @@ type Origin string
 // Origins of rendered fields.
 const (
 	OriginKarpenterDefault Origin = "karpenter-default"
+	// OriginPoolsmithDefault is Poolsmith's own default for a setting Karpenter does not
+	// have (spec.rebalance, spec.access).
+	OriginPoolsmithDefault Origin = "poolsmith-default"
 	OriginBaseline         Origin = "baseline"
 	OriginClass            Origin = "class"
 )

@@ -60,6 +60,9 @@ type Result struct {
 	// defaults. Empty with Options.Capabilities.NoAccessPolicies.
 	Policies []client.Object
 	Rungs    []Rung
+	// Settings are the class's resolved settings beyond its objects (rebalance, access),
+	// each with its origin: the controller, the CLI and lint read them from here.
+	Settings Settings
 	// Provenance has every field of the EC2NodeClass and then of each NodePool.
 	Provenance Provenance
 }
@@ -155,7 +158,8 @@ func Render(baseline *v1alpha1.Baseline, class *v1alpha1.WorkloadClass, opts Opt
 		return nil, r.errs
 	}
 
-	res := &Result{Class: class.Name, Profile: r.profileName, NodeClass: nodeClass, Rungs: rungs, CostBased: r.strategy() != v1alpha1.WeightingStatic}
+	res := &Result{Class: class.Name, Profile: r.profileName, NodeClass: nodeClass, Rungs: rungs, CostBased: r.strategy() != v1alpha1.WeightingStatic,
+		Settings: Resolve(Inputs{Class: class, Baseline: baseline, Options: opts})}
 	nodeClassDoc, err := CleanJSON(nodeClass)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,74 @@
+package observe
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/decode"
+	"github.com/poolsmith/poolsmith/internal/render"
+	"github.com/poolsmith/poolsmith/internal/signals"
+)
+
+// Pricing gives the catalog classes are priced with and the verdict on the signals
+// behind it; *signals.Provider reads them from the signals ConfigMap.
+type Pricing interface {
+	Catalog(ctx context.Context, c client.Reader) (*catalog.Catalog, signals.Freshness, error)
+}
+
+// Source is where a class's inputs come from: the manager's cache, or the CLI's input
+// files and client.
+type Source struct {
+	// Baselines are taken first, by name: the CLI's input files.
+	Baselines map[string]*v1alpha1.Baseline
+	// Reader reads the Baselines not given, and Pricing's ConfigMap; nil reads nothing.
+	// It decodes as the manager's cache does (internal/decode): a Baseline that does not
+	// decode whole comes back with decode.Error set, not as an error.
+	Reader client.Reader
+	// Pricing, when set, prices the catalog from the spot signals; without it
+	// Options.Catalog is used as given (the CLI's --signals file, or the one diff read).
+	Pricing Pricing
+	// Options are the rest of what the cluster knows: region, usage, capabilities.
+	Options render.Options
+}
+
+// Inputs are a class's render inputs and the verdict on the signals that priced them.
+type Inputs struct {
+	render.Inputs
+	// Freshness is Pricing's verdict (SignalsCurrent); zero without Pricing.
+	Freshness signals.Freshness
+}
+
+// Assemble gathers everything wc is rendered from, the one way the WorkloadClass and
+// rebalance reconcilers and the CLI do: its Baseline (given, else read; nil when
+// neither has it), then, for a Baseline that decodes, the priced catalog. What a missing
+// or undecodable Baseline means is the caller's to say (a condition, a line of diff, no
+// move).
+func (s Source) Assemble(ctx context.Context, wc *v1alpha1.WorkloadClass) (Inputs, error) {
+	in := Inputs{Inputs: render.Inputs{Class: wc, Options: s.Options}}
+	name := wc.BaselineName()
+	if b, ok := s.Baselines[name]; ok {
+		in.Baseline = b
+	} else if s.Reader != nil {
+		b := &v1alpha1.Baseline{}
+		switch err := s.Reader.Get(ctx, client.ObjectKey{Name: name}, b); {
+		case err == nil:
+			in.Baseline = b
+		case !apierrors.IsNotFound(err):
+			return in, fmt.Errorf("getting Baseline %s: %w", name, err)
+		}
+	}
+	if in.Baseline == nil || decode.Error(in.Baseline) != "" || s.Pricing == nil {
+		return in, nil
+	}
+	cat, fresh, err := s.Pricing.Catalog(ctx, s.Reader)
+	if err != nil {
+		return in, err
+	}
+	in.Options.Catalog, in.Freshness = cat, fresh
+	return in, nil
+}
