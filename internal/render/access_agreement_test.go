@@ -190,7 +190,6 @@ var _ = Describe("The access policy over generated rules, namespaces and pods", 
 		}
 	})
 
-
 	It("refuses exactly the pods that could land on the class from a namespace Access.Admits refuses", func() {
 		const rules, namespaces = 150, 8
 		r := rand.New(rand.NewPCG(24, 5))
