@@ -74,7 +74,7 @@ var (
 	burst       = flag.Int("burst", 100, "the default comparison's client burst, of both (--kube-api-burst)")
 	concurrency = flag.Int("concurrency", 4, "the default comparison's --max-concurrent-reconciles of the manager and workers of the bare client")
 	poolsmith   = flag.String("poolsmith", "bin/poolsmith", "the manager binary")
-	managerEnv  = flag.String("manager-env", "", "extra environment for the manager, space-separated, e.g. GOMEMLIMIT=40MiB")
+	managerEnv  = flag.String("manager-env", "GOGC=50 GOMEMLIMIT=256MiB", "environment for the manager, space-separated; the default is what the chart sets (gogc, and GOMEMLIMIT from the default memory limit)")
 	baselineF   = flag.String("baseline", "config/samples/poolsmith_v1alpha1_baseline.yaml", "the Baseline")
 	classF      = flag.String("class", "config/samples/poolsmith_v1alpha1_workloadclass_general.yaml", "the WorkloadClass every class copies; names get -0000...")
 	heapProfile = flag.String("heap-profile", "", "write the manager's heap profile (after the fan-out) to this file; the comparison's name is appended")
