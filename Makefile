@@ -97,12 +97,13 @@ e2e: envtest ginkgo ## Run the end-to-end suite: real Karpenter, scheduler and c
 	test $$suite -eq 0 && test $$smoke -eq 0
 
 # Classes for `make bench-scale` (500 is the issue's size), and extra arguments for it,
-# e.g. BENCHFLAGS='-qps 1000 -burst 2000 -manager-env GOMEMLIMIT=40MiB'.
+# e.g. BENCHFLAGS='-modes unthrottled -manager-env GOGC=50' (both comparisons by default:
+# at the manager's default client QPS and unthrottled, each on a control plane of its own).
 N ?= 100
 BENCHFLAGS ?=
 
 .PHONY: bench-scale
-bench-scale: build envtest ## Measure the manager against a bare client on one control plane (N classes) and print the figures.
+bench-scale: build envtest ## Measure the manager against a bare client (N classes), at the default client QPS and unthrottled, and print the figures.
 	go build -o $(BIN)/benchscale ./hack/benchscale
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh 2>/dev/null)" $(BIN)/benchscale -n $(N) -poolsmith $(BIN)/poolsmith $(BENCHFLAGS)
 

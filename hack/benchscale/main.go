@@ -2,7 +2,10 @@
 // and etcd from hack/envtest.sh, with Poolsmith's and Karpenter's CRDs) and in one run, it
 // measures the manager (bin/poolsmith, a separate process) against a bare client that
 // creates and patches exactly the objects the manager writes, at the same QPS and
-// concurrency, and prints five figures:
+// concurrency, and prints five figures for each comparison (-modes): at the manager's
+// default client QPS, where both sides wait on client-go's rate limiter, and unthrottled
+// (QPS 1000, burst 2000, 8 workers on both sides), the physical limit. Each comparison
+// starts a control plane of its own:
 //
 //	converge   N classes created -> every class Synced and every child present, vs the bare
 //	           client creating the same children (the render, owner references included)
@@ -10,7 +13,9 @@
 //	           by verb and resource (the benchmark's own class creates subtracted)
 //	fan-out    a Baseline tag edit -> the tag on every EC2NodeClass, vs patching each directly
 //	no-op      writes while the manager restarts over the synced cluster
-//	memory     the manager's peak RSS (VmHWM), with unrelated Nodes and Pods in the cluster
+//	memory     the manager's peak RSS (VmHWM), with unrelated Nodes and Pods in the cluster,
+//	           and its live heap after converge (once its queue is empty, after a forced
+//	           collection)
 //
 // It is a benchmark that prints figures, not a test: nothing here fails on a slow machine.
 // Every class renders an AccessRule; every fourth restricts access.
@@ -36,6 +41,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -49,6 +55,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
@@ -63,15 +70,16 @@ import (
 var (
 	n           = flag.Int("n", 100, "WorkloadClasses")
 	noise       = flag.Int("noise", 0, "unrelated Nodes and Pods (each) in the cluster while the manager runs; 0 means 10 per class")
-	qps         = flag.Float64("qps", 50, "client QPS of both the manager (--kube-api-qps) and the bare client")
-	burst       = flag.Int("burst", 100, "client burst of both (--kube-api-burst)")
-	concurrency = flag.Int("concurrency", 4, "the manager's --max-concurrent-reconciles and the bare client's workers")
+	modes       = flag.String("modes", "default,unthrottled", "the comparisons to run, comma-separated: default (-qps, -burst, -concurrency) and unthrottled (QPS 1000, burst 2000, 8 workers)")
+	qps         = flag.Float64("qps", 50, "the default comparison's client QPS, of both the manager (--kube-api-qps) and the bare client")
+	burst       = flag.Int("burst", 100, "the default comparison's client burst, of both (--kube-api-burst)")
+	concurrency = flag.Int("concurrency", 4, "the default comparison's --max-concurrent-reconciles of the manager and workers of the bare client")
 	poolsmith   = flag.String("poolsmith", "bin/poolsmith", "the manager binary")
-	managerEnv  = flag.String("manager-env", "", "extra environment for the manager, space-separated, e.g. GOMEMLIMIT=40MiB")
+	managerEnv  = flag.String("manager-env", "GOGC=50 GOMEMLIMIT=256MiB", "environment for the manager, space-separated; the default is what the chart sets (gogc, and GOMEMLIMIT from the default memory limit)")
 	baselineF   = flag.String("baseline", "config/samples/poolsmith_v1alpha1_baseline.yaml", "the Baseline")
 	classF      = flag.String("class", "config/samples/poolsmith_v1alpha1_workloadclass_general.yaml", "the WorkloadClass every class copies; names get -0000...")
-	heapProfile = flag.String("heap-profile", "", "write the manager's heap profile (after the fan-out) to this file")
-	cpuProfile  = flag.String("cpu-profile", "", "write the manager's CPU profile of the fan-out's first 5 seconds to this file")
+	heapProfile = flag.String("heap-profile", "", "write the manager's heap profile (after the fan-out) to this file; the comparison's name is appended")
+	cpuProfile  = flag.String("cpu-profile", "", "write the manager's CPU profiles of the converge's and the fan-out's first 5 seconds to this file, with .<comparison>.converge and .<comparison>.fanout appended")
 	timeout     = flag.Duration("timeout", 15*time.Minute, "bound for each phase")
 )
 
@@ -82,6 +90,7 @@ var (
 
 func main() {
 	flag.Parse()
+	ctrllog.SetLogger(logr.Discard()) // envtest logs through it; the figures are the output
 	if *noise == 0 {
 		*noise = 10 * *n
 	}
@@ -91,19 +100,49 @@ func main() {
 	}
 }
 
+// mode is one comparison: the client QPS, burst and workers of both sides.
+type mode struct {
+	name, label string
+	qps         float64
+	burst       int
+	concurrency int
+}
+
+func (m mode) String() string {
+	return fmt.Sprintf("%s (QPS %g, burst %d, %d workers)", m.label, m.qps, m.burst, m.concurrency)
+}
+
+func selectedModes() ([]mode, error) {
+	var out []mode
+	for _, name := range strings.Split(*modes, ",") {
+		switch strings.TrimSpace(name) {
+		case "default":
+			out = append(out, mode{name: "default", label: "default QPS", qps: *qps, burst: *burst, concurrency: *concurrency})
+		case "unthrottled":
+			out = append(out, mode{name: "unthrottled", label: "unthrottled", qps: 1000, burst: 2000, concurrency: 8})
+		default:
+			return nil, fmt.Errorf("-modes: unknown comparison %q (default, unthrottled)", name)
+		}
+	}
+	return out, nil
+}
+
+// figures are one comparison's measurements.
+type figures struct {
+	mode                                mode
+	bareConverge, bareFanout            time.Duration
+	opConverge, opFanout                time.Duration
+	convergeLoad, fanoutLoad            string
+	bareReqs, opReqs, fanReqs, restart  counts
+	peak, restartPeak, anon, file, heap int64
+	children, nodeClasses, classes      int
+}
+
 func run(ctx context.Context) error {
-	env, err := testenv.Start()
+	ms, err := selectedModes()
 	if err != nil {
 		return err
 	}
-	defer func() { _ = env.Stop() }()
-	admin := rest.CopyConfig(env.Config)
-	admin.QPS, admin.Burst = 5000, 10000
-	c, err := client.New(admin, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		return err
-	}
-	cs := kubernetes.NewForConfigOrDie(admin)
 	baseline, classes, err := inputs()
 	if err != nil {
 		return err
@@ -112,164 +151,249 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%d classes render to %d children (%s); QPS %.0f, burst %d, concurrency %d; load %s\n",
-		len(classes), len(children), perKind, *qps, *burst, *concurrency, load())
+	fmt.Printf("%d classes render to %d children (%s); %d unrelated Nodes and Pods; load %s\n",
+		len(classes), len(children), perKind, *noise, load())
+	var all []*figures
+	for _, m := range ms {
+		fmt.Printf("\n== %s\n", m)
+		f, err := measure(ctx, m, baseline, classes, children)
+		if err != nil {
+			return fmt.Errorf("%s: %w", m.label, err)
+		}
+		f.print()
+		all = append(all, f)
+	}
+	if len(all) > 1 {
+		summary(all)
+	}
+	return nil
+}
+
+// measure runs one comparison on a control plane of its own.
+func measure(ctx context.Context, md mode, baseline *unstructured.Unstructured, classes, children []*unstructured.Unstructured) (*figures, error) {
+	f := &figures{mode: md, children: len(children), classes: len(classes)}
+	env, err := testenv.Start()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = env.Stop() }()
+	admin := rest.CopyConfig(env.Config)
+	admin.QPS, admin.Burst = 5000, 10000
+	c, err := client.New(admin, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		return nil, err
+	}
+	cs := kubernetes.NewForConfigOrDie(admin)
 
 	// The bare client: the same children, the same QPS and concurrency.
 	bareCfg := rest.CopyConfig(env.Config)
-	bareCfg.QPS, bareCfg.Burst = float32(*qps), *burst
+	bareCfg.QPS, bareCfg.Burst = float32(md.qps), md.burst
 	bare, err := client.New(bareCfg, client.Options{Scheme: scheme.Scheme})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	m0, err := requests(ctx, cs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	t0 := time.Now()
-	if err := parallel(children, *concurrency, func(u *unstructured.Unstructured) error { return bare.Create(ctx, u.DeepCopy()) }); err != nil {
-		return fmt.Errorf("bare create: %w", err)
+	if err := parallel(children, md.concurrency, func(u *unstructured.Unstructured) error { return bare.Create(ctx, u.DeepCopy()) }); err != nil {
+		return nil, fmt.Errorf("bare create: %w", err)
 	}
-	bareConverge := time.Since(t0)
+	f.bareConverge = time.Since(t0)
 	m1, _ := requests(ctx, cs)
-	bareReqs := m1.sub(m0)
+	f.bareReqs = m1.sub(m0)
 	var nodeClasses []*unstructured.Unstructured
 	for _, u := range children {
 		if u.GetKind() == plan.KindNodeClass {
 			nodeClasses = append(nodeClasses, u)
 		}
 	}
+	f.nodeClasses = len(nodeClasses)
 	t0 = time.Now()
-	if err := parallel(nodeClasses, *concurrency, func(u *unstructured.Unstructured) error {
+	if err := parallel(nodeClasses, md.concurrency, func(u *unstructured.Unstructured) error {
 		return bare.Patch(ctx, u.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"tags":{"bench-probe":"bare"}}}`)))
 	}); err != nil {
-		return fmt.Errorf("bare patch: %w", err)
+		return nil, fmt.Errorf("bare patch: %w", err)
 	}
-	bareFanout := time.Since(t0)
+	f.bareFanout = time.Since(t0)
 	if err := parallel(children, 16, func(u *unstructured.Unstructured) error { return client.IgnoreNotFound(c.Delete(ctx, u.DeepCopy())) }); err != nil {
-		return fmt.Errorf("deleting the bare client's objects: %w", err)
+		return nil, fmt.Errorf("deleting the bare client's objects: %w", err)
 	}
-	fmt.Printf("bare client: converge %s, fan-out %s; load %s\n", bareConverge.Round(time.Millisecond), bareFanout.Round(time.Millisecond), load())
+	fmt.Printf("bare client: converge %s, fan-out %s; load %s\n", f.bareConverge.Round(time.Millisecond), f.bareFanout.Round(time.Millisecond), load())
 
 	if err := noiseObjects(ctx, cs); err != nil {
-		return err
+		return nil, err
 	}
 	if err := c.Create(ctx, baseline.DeepCopy()); err != nil {
-		return fmt.Errorf("creating the Baseline: %w", err)
+		return nil, fmt.Errorf("creating the Baseline: %w", err)
 	}
 	watch, err := startWatch(ctx, admin)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	kubeconfig, err := writeKubeconfig(env)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer os.Remove(kubeconfig)
 
 	// The operator: converge.
-	mgr, err := startManager(ctx, kubeconfig)
+	mgr, err := startManager(ctx, kubeconfig, md)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer mgr.stop()
-	m0, _ = requests(ctx, cs)
-	t0 = time.Now()
-	if err := parallel(classes, 16, func(u *unstructured.Unstructured) error { return c.Create(ctx, u.DeepCopy()) }); err != nil {
-		return fmt.Errorf("creating the classes: %w", err)
-	}
-	if err := poll(ctx, "every class Synced with its children", func() (bool, string) {
-		s, nc := watch.synced()
-		return s == len(classes) && nc >= len(classes), fmt.Sprintf("%d of %d Synced, %d EC2NodeClasses", s, len(classes), nc)
-	}); err != nil {
-		return fmt.Errorf("%w; manager log: %s", err, mgr.tail())
-	}
-	opConverge := time.Since(t0)
-	convergeLoad := load()
-	time.Sleep(3 * time.Second) // trailing writes (status, events) count too
-	m1, _ = requests(ctx, cs)
-	opReqs := m1.sub(m0)
-	opReqs.add("POST workloadclasses", -float64(len(classes))) // the benchmark's own creates
-
-	// Fan-out.
 	var profiled sync.WaitGroup
-	if *cpuProfile != "" {
+	cpu := func(phase string) {
+		if *cpuProfile == "" {
+			return
+		}
 		profiled.Go(func() {
-			if err := mgr.profile("profile?seconds=5", *cpuProfile); err != nil {
+			if err := mgr.profile("profile?seconds=5", *cpuProfile+"."+md.name+"."+phase); err != nil {
 				fmt.Fprintln(os.Stderr, "bench-scale: CPU profile:", err)
 			}
 		})
 		time.Sleep(200 * time.Millisecond)
 	}
+	cpu("converge")
+	m0, _ = requests(ctx, cs)
+	t0 = time.Now()
+	if err := parallel(classes, 16, func(u *unstructured.Unstructured) error { return c.Create(ctx, u.DeepCopy()) }); err != nil {
+		return nil, fmt.Errorf("creating the classes: %w", err)
+	}
+	if err := poll(ctx, "every class Synced with its children", func() (bool, string) {
+		s, nc := watch.synced()
+		return s == len(classes) && nc >= len(classes), fmt.Sprintf("%d of %d Synced, %d EC2NodeClasses", s, len(classes), nc)
+	}); err != nil {
+		return nil, fmt.Errorf("%w; manager log: %s", err, mgr.tail())
+	}
+	f.opConverge = time.Since(t0)
+	f.convergeLoad = load()
+	time.Sleep(3 * time.Second) // trailing writes (status, events) count too
+	m1, _ = requests(ctx, cs)
+	f.opReqs = m1.sub(m0)
+	f.opReqs.add("POST workloadclasses", -float64(len(classes))) // the benchmark's own creates
+	// The live heap once the manager is idle: passes still in flight hold garbage-to-be.
+	if err := poll(ctx, "the manager idle after converge", func() (bool, string) {
+		_, depth := mgr.reconciled()
+		return depth == 0, fmt.Sprintf("queue %.0f", depth)
+	}); err != nil {
+		return nil, err
+	}
+	if f.heap, err = mgr.liveHeap(); err != nil {
+		return nil, err
+	}
+
+	// Fan-out.
+	profiled.Wait()
+	cpu("fanout")
 	m0, _ = requests(ctx, cs)
 	t0 = time.Now()
 	probe := []byte(`{"spec":{"nodeClass":{"tags":{"bench-probe":"fanout"}}}}`)
 	if err := c.Patch(ctx, baseline.DeepCopy(), client.RawPatch(types.MergePatchType, probe)); err != nil {
-		return fmt.Errorf("editing the Baseline: %w", err)
+		return nil, fmt.Errorf("editing the Baseline: %w", err)
 	}
 	if err := poll(ctx, "the Baseline's tag on every EC2NodeClass", func() (bool, string) {
 		k := watch.tagged("bench-probe", "fanout")
 		return k >= len(classes), fmt.Sprintf("%d of %d", k, len(classes))
 	}); err != nil {
-		return err
+		return nil, err
 	}
-	opFanout := time.Since(t0)
-	fanoutLoad := load()
+	f.opFanout = time.Since(t0)
+	f.fanoutLoad = load()
 	time.Sleep(3 * time.Second)
 	m1, _ = requests(ctx, cs)
-	fanReqs := m1.sub(m0)
-	fanReqs.add("PATCH baselines", -1)
+	f.fanReqs = m1.sub(m0)
+	f.fanReqs.add("PATCH baselines", -1)
 	profiled.Wait()
 	if *heapProfile != "" {
-		if err := mgr.heapProfile(*heapProfile); err != nil {
-			return err
+		if err := mgr.heapProfile(*heapProfile + "." + md.name); err != nil {
+			return nil, err
 		}
 	}
-	peak := mgr.peakRSS()
-	anon, file := mgr.rss()
+	f.peak = mgr.peakRSS()
+	f.anon, f.file = mgr.rss()
 	mgr.stop()
 
 	// A no-op restart over the synced cluster.
 	m0, _ = requests(ctx, cs)
-	mgr, err = startManager(ctx, kubeconfig)
+	mgr, err = startManager(ctx, kubeconfig, md)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer mgr.stop()
 	if err := poll(ctx, "the restarted manager reconciling every class", func() (bool, string) {
 		done, depth := mgr.reconciled()
 		return done >= float64(len(classes)) && depth == 0, fmt.Sprintf("%.0f reconciles, queue %.0f", done, depth)
 	}); err != nil {
-		return err
+		return nil, err
 	}
 	time.Sleep(3 * time.Second)
 	m1, _ = requests(ctx, cs)
-	restart := m1.sub(m0)
-	restartPeak := mgr.peakRSS()
+	f.restart = m1.sub(m0)
+	f.restartPeak = mgr.peakRSS()
 	mgr.stop()
+	return f, nil
+}
 
-	perClass := float64(len(children)) / float64(len(classes))
-	fmt.Printf("\n%-44s %12s %12s %7s   %s\n", "measure", "operator", "bare client", "ratio", "goal")
-	fmt.Printf("%-44s %12s %12s %7.2f   <= 1.5x (load %s)\n", fmt.Sprintf("converge %d classes", len(classes)),
-		opConverge.Round(time.Millisecond), bareConverge.Round(time.Millisecond), opConverge.Seconds()/bareConverge.Seconds(), convergeLoad)
+func ratio(a, b time.Duration) float64 { return a.Seconds() / b.Seconds() }
+
+// print is one comparison's table.
+func (f *figures) print() {
+	n := float64(f.classes)
+	perClass := float64(f.children) / n
+	fmt.Printf("\n%-44s %12s %12s %7s   %s\n", "measure ("+f.mode.label+")", "operator", "bare client", "ratio", "goal")
+	fmt.Printf("%-44s %12s %12s %7.2f   <= 1.3x (load %s)\n", fmt.Sprintf("converge %d classes", f.classes),
+		f.opConverge.Round(time.Millisecond), f.bareConverge.Round(time.Millisecond), ratio(f.opConverge, f.bareConverge), f.convergeLoad)
 	fmt.Printf("%-44s %12.2f %12.2f %7.2f   <= children + 2 = %.1f\n", "API requests per class, converge",
-		opReqs.total(false)/float64(len(classes)), bareReqs.total(false)/float64(len(classes)), opReqs.total(false)/bareReqs.total(false), perClass+2)
-	fmt.Printf("%-44s %12.2f\n", "  of them events (events.k8s.io)", opReqs.get("POST events")/float64(len(classes))+opReqs.get("PATCH events")/float64(len(classes)))
-	for _, k := range opReqs.keys() {
-		fmt.Printf("    %-40s %12.2f\n", k, opReqs[k]/float64(len(classes)))
+		f.opReqs.total(false)/n, f.bareReqs.total(false)/n, f.opReqs.total(false)/f.bareReqs.total(false), perClass+2)
+	fmt.Printf("%-44s %12.2f\n", "  of them events (events.k8s.io)", f.opReqs.get("POST events")/n+f.opReqs.get("PATCH events")/n)
+	for _, k := range f.opReqs.keys() {
+		fmt.Printf("    %-40s %12.2f\n", k, f.opReqs[k]/n)
 	}
-	fmt.Printf("%-44s %12s %12s %7.2f   <= 1.5x (load %s)\n", fmt.Sprintf("Baseline fan-out to %d EC2NodeClasses", len(nodeClasses)),
-		opFanout.Round(time.Millisecond), bareFanout.Round(time.Millisecond), opFanout.Seconds()/bareFanout.Seconds(), fanoutLoad)
-	fmt.Printf("%-44s %12.2f %12.2f\n", "API requests per class, fan-out", fanReqs.total(false)/float64(len(classes)), 1.0)
-	for _, k := range fanReqs.keys() {
-		fmt.Printf("    %-40s %12.2f\n", k, fanReqs[k]/float64(len(classes)))
+	fmt.Printf("%-44s %12s %12s %7.2f   <= 2x (load %s)\n", fmt.Sprintf("Baseline fan-out to %d EC2NodeClasses", f.nodeClasses),
+		f.opFanout.Round(time.Millisecond), f.bareFanout.Round(time.Millisecond), ratio(f.opFanout, f.bareFanout), f.fanoutLoad)
+	fmt.Printf("%-44s %12.2f %12.2f\n", "API requests per class, fan-out", f.fanReqs.total(false)/n, 1.0)
+	for _, k := range f.fanReqs.keys() {
+		fmt.Printf("    %-40s %12.2f\n", k, f.fanReqs[k]/n)
 	}
-	fmt.Printf("%-44s %12.0f %25s   0\n", "writes during a no-op restart", restart.total(true), "")
-	fmt.Printf("%-44s %12.0f\n", "  requests (reads included)", restart.total(false))
-	fmt.Printf("%-44s %8.1f MiB %25s   <= 50 MiB (%d unrelated Nodes and Pods; restart: %.1f MiB)\n", "manager peak RSS",
-		float64(peak)/1024, "", *noise, float64(restartPeak)/1024)
-	fmt.Printf("%-44s %8.1f MiB anonymous, %.1f MiB file-backed (the binary)\n", "  RSS after the fan-out", float64(anon)/1024, float64(file)/1024)
-	return nil
+	fmt.Printf("%-44s %12.0f %25s   0\n", "writes during a no-op restart", f.restart.total(true), "")
+	fmt.Printf("%-44s %12.0f\n", "  requests (reads included)", f.restart.total(false))
+	fmt.Printf("%-44s %8.1f MiB %25s   (%d unrelated Nodes and Pods; restart: %.1f MiB)\n", "manager peak RSS",
+		float64(f.peak)/1024, "", *noise, float64(f.restartPeak)/1024)
+	fmt.Printf("%-44s %8.1f MiB\n", "  live heap after converge", float64(f.heap)/(1<<20))
+	fmt.Printf("%-44s %8.1f MiB anonymous, %.1f MiB file-backed (the binary)\n", "  RSS after the fan-out", float64(f.anon)/1024, float64(f.file)/1024)
+}
+
+// summary puts the comparisons side by side, each labelled.
+func summary(all []*figures) {
+	fmt.Printf("\n%-36s", "summary")
+	for _, f := range all {
+		fmt.Printf(" %24s", f.mode.label)
+	}
+	fmt.Println()
+	row := func(name string, cell func(f *figures) string) {
+		fmt.Printf("%-36s", name)
+		for _, f := range all {
+			fmt.Printf(" %24s", cell(f))
+		}
+		fmt.Println()
+	}
+	row("QPS / burst / workers", func(f *figures) string {
+		return fmt.Sprintf("%g / %d / %d", f.mode.qps, f.mode.burst, f.mode.concurrency)
+	})
+	row("converge ratio (<= 1.3x)", func(f *figures) string {
+		return fmt.Sprintf("%.2fx [%s]", ratio(f.opConverge, f.bareConverge), strings.Fields(f.convergeLoad)[0])
+	})
+	row("Baseline fan-out ratio (<= 2x)", func(f *figures) string {
+		return fmt.Sprintf("%.2fx [%s]", ratio(f.opFanout, f.bareFanout), strings.Fields(f.fanoutLoad)[0])
+	})
+	row("requests per class (<= children+2)", func(f *figures) string {
+		return fmt.Sprintf("%.2f (<= %.1f)", f.opReqs.total(false)/float64(f.classes), float64(f.children)/float64(f.classes)+2)
+	})
+	row("peak RSS", func(f *figures) string { return fmt.Sprintf("%.1f MiB", float64(f.peak)/1024) })
+	row("live heap after converge", func(f *figures) string { return fmt.Sprintf("%.1f MiB", float64(f.heap)/(1<<20)) })
 }
 
 // inputs are the Baseline and the classes: copies of the sample, every fourth restricted
@@ -578,7 +702,7 @@ func freePort() (string, error) {
 	return l.Addr().String(), nil
 }
 
-func startManager(ctx context.Context, kubeconfig string) (*manager, error) {
+func startManager(ctx context.Context, kubeconfig string, md mode) (*manager, error) {
 	metrics, err := freePort()
 	if err != nil {
 		return nil, err
@@ -594,8 +718,8 @@ func startManager(ctx context.Context, kubeconfig string) (*manager, error) {
 	m := &manager{metrics: metrics, pprof: pprof, done: make(chan struct{})}
 	m.cmd = exec.Command(*poolsmith, "manager", "--kubeconfig="+kubeconfig, "--leader-elect=false",
 		"--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes, "--pprof-bind-address="+pprof,
-		fmt.Sprintf("--kube-api-qps=%g", *qps), fmt.Sprintf("--kube-api-burst=%d", *burst),
-		fmt.Sprintf("--max-concurrent-reconciles=%d", *concurrency), "--zap-log-level=error")
+		fmt.Sprintf("--kube-api-qps=%g", md.qps), fmt.Sprintf("--kube-api-burst=%d", md.burst),
+		fmt.Sprintf("--max-concurrent-reconciles=%d", md.concurrency), "--zap-log-level=error")
 	m.cmd.Env = append(os.Environ(), strings.Fields(*managerEnv)...)
 	m.cmd.Stdout, m.cmd.Stderr = m, m
 	if err := m.cmd.Start(); err != nil {
@@ -698,6 +822,24 @@ func (m *manager) heapProfile(path string) error {
 		b = b[i:]
 	}
 	return os.WriteFile(path+".memstats", b, 0o644)
+}
+
+// liveHeap is the manager's heap in use after a forced collection, in bytes (the
+// runtime's MemStats at the end of the heap profile's text form).
+func (m *manager) liveHeap() (int64, error) {
+	resp, err := http.Get("http://" + m.pprof + "/debug/pprof/heap?gc=1&debug=1")
+	if err != nil {
+		return 0, fmt.Errorf("reading the manager's heap: %w", err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "# HeapAlloc = "); ok {
+			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no HeapAlloc in the manager's heap profile")
 }
 
 var metricSample = regexp.MustCompile(`^(\w+)\{([^}]*)\} ([0-9.e+]+)$`)

@@ -402,13 +402,15 @@ func childStep(in Input, schema Schema, kind string, want, live, foreign client.
 		return step, err
 	}
 	doc["metadata"].(map[string]any)["ownerReferences"] = []any{OwnerReference(in.Class)}
+	if live == nil {
+		// Nothing to compare with: the defaulted form would only be thrown away, and the
+		// create's validation defaults it again (and refuses what defaulting would).
+		step.Action, step.Object, step.Verified = Create, doc, !in.Unverified
+		return step, nil
+	}
 	wantDoc, err := schema.Defaulted(doc)
 	if err != nil {
 		return step, err
-	}
-	if live == nil {
-		step.Action, step.Object, step.Verified = Create, doc, !in.Unverified
-		return step, nil
 	}
 	liveDoc, err := render.CleanJSON(live)
 	if err != nil {

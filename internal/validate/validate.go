@@ -35,25 +35,56 @@ type kind struct {
 
 // Validator checks objects against CRDs in-process, through the API server's own code.
 type Validator struct {
-	kinds map[schema.GroupVersionKind]*kind
+	kinds map[schema.GroupVersionKind]*lazyKind
+	// verdicts remembers Create's and Update's answers by the exact JSON judged.
+	verdicts verdicts
+}
+
+// lazyKind is a kind built on first use: the manager judges writes of four kinds, and
+// building the schemas and CEL programs of the others (NodeClaim, WorkloadClass, Baseline,
+// CapacityBuffer, ...) would hold their memory for nothing.
+type lazyKind struct {
+	once  sync.Once
+	build func() (*kind, error)
+	k     *kind
+	err   error
+}
+
+func (l *lazyKind) get() (*kind, error) {
+	l.once.Do(func() { l.k, l.err = l.build() })
+	return l.k, l.err
 }
 
 // New builds a validator for every served version of the CRDs.
 func New(crds []*apiextensionsv1.CustomResourceDefinition) (*Validator, error) {
-	v := &Validator{kinds: map[schema.GroupVersionKind]*kind{}}
+	v := newLazy(crds)
+	for gvk, k := range v.kinds {
+		if _, err := k.get(); err != nil {
+			return nil, fmt.Errorf("CRD for %s: %w", gvk, err)
+		}
+	}
+	return v, nil
+}
+
+// newLazy is New with each kind built when it is first judged: a CRD that does not build
+// is refused then, with every object of its kind.
+func newLazy(crds []*apiextensionsv1.CustomResourceDefinition) *Validator {
+	v := &Validator{kinds: map[schema.GroupVersionKind]*lazyKind{}}
 	for _, crd := range crds {
 		for _, ver := range crd.Spec.Versions {
 			if !ver.Served {
 				continue
 			}
-			k, err := newKind(crd, ver)
-			if err != nil {
-				return nil, fmt.Errorf("CRD %s version %s: %w", crd.Name, ver.Name, err)
-			}
-			v.kinds[schema.GroupVersionKind{Group: crd.Spec.Group, Version: ver.Name, Kind: crd.Spec.Names.Kind}] = k
+			v.kinds[schema.GroupVersionKind{Group: crd.Spec.Group, Version: ver.Name, Kind: crd.Spec.Names.Kind}] = &lazyKind{build: func() (*kind, error) {
+				k, err := newKind(crd, ver)
+				if err != nil {
+					return nil, fmt.Errorf("CRD %s version %s: %w", crd.Name, ver.Name, err)
+				}
+				return k, nil
+			}}
 		}
 	}
-	return v, nil
+	return v
 }
 
 // newKind mirrors how kube-apiserver's CRD handler builds a version's strategy.
@@ -105,7 +136,8 @@ var (
 )
 
 // Default is the validator for Karpenter's CRDs (from the pinned karpenter-provider-aws
-// module, which carries the AWS label rules) and Poolsmith's own. It is built once.
+// module, which carries the AWS label rules) and Poolsmith's own. It is built once, each
+// kind when it is first judged (TestDefaultBuildsEveryKind builds them all).
 func Default() (*Validator, error) {
 	defaultOnce.Do(func() {
 		crds := append([]*apiextensionsv1.CustomResourceDefinition{}, karpapis.CRDs...)
@@ -114,7 +146,7 @@ func Default() (*Validator, error) {
 			defaultErr = err
 			return
 		}
-		defaultValidator, defaultErr = New(append(crds, own...))
+		defaultValidator = newLazy(append(crds, own...))
 	})
 	return defaultValidator, defaultErr
 }
@@ -147,35 +179,65 @@ func (v *Validator) Known(gvk schema.GroupVersionKind) bool {
 }
 
 // Create returns the error the API server would answer a create of obj with, or nil.
-// obj is an object's JSON form (see Object); it is not modified.
+// obj is an object's JSON form (see Object); it is not modified. The same JSON judged
+// again gets the remembered verdict (verdicts.go).
 func (v *Validator) Create(obj map[string]any) error {
-	if doc, ok := policy(obj); ok {
-		return checkPolicy(doc)
-	}
-	u, k, err := v.prepare(obj)
+	b, err := json.Marshal(obj)
 	if err != nil {
-		return err
+		return fmt.Errorf("marshalling %T: %w", obj, err)
 	}
-	k.strategy.PrepareForCreate(u)
-	return invalid(u, k.strategy.Validate(context.Background(), u))
+	return v.verdicts.judge(verdictKey("create", b, nil), func() error {
+		doc, err := decodeJSON(b)
+		if err != nil {
+			return err
+		}
+		if doc, ok := policy(doc); ok {
+			return checkPolicy(doc)
+		}
+		u, k, err := v.prepareDoc(doc)
+		if err != nil {
+			return err
+		}
+		k.strategy.PrepareForCreate(u)
+		return invalid(u, k.strategy.Validate(context.Background(), u))
+	})
 }
 
 // Update returns the error the API server would answer an update of old to obj with, or
-// nil: transition rules (oldSelf) and ratcheting see the live object.
+// nil: transition rules (oldSelf) and ratcheting see the live object. The same pair
+// judged again gets the remembered verdict (verdicts.go).
 func (v *Validator) Update(obj, old map[string]any) error {
-	if doc, ok := policy(obj); ok {
-		return checkPolicy(doc)
-	}
-	u, k, err := v.prepare(obj)
+	b, err := json.Marshal(obj)
 	if err != nil {
-		return err
+		return fmt.Errorf("marshalling %T: %w", obj, err)
 	}
-	o, _, err := v.prepare(old)
+	ob, err := json.Marshal(old)
 	if err != nil {
-		return fmt.Errorf("the live object: %w", err)
+		return fmt.Errorf("the live object: marshalling %T: %w", old, err)
 	}
-	k.strategy.PrepareForUpdate(u, o)
-	return invalid(u, k.strategy.ValidateUpdate(context.Background(), u, o))
+	return v.verdicts.judge(verdictKey("update", b, ob), func() error {
+		doc, err := decodeJSON(b)
+		if err != nil {
+			return err
+		}
+		if doc, ok := policy(doc); ok {
+			return checkPolicy(doc)
+		}
+		u, k, err := v.prepareDoc(doc)
+		if err != nil {
+			return err
+		}
+		oldDoc, err := decodeJSON(ob)
+		if err != nil {
+			return fmt.Errorf("the live object: %w", err)
+		}
+		o, _, err := v.prepareDoc(oldDoc)
+		if err != nil {
+			return fmt.Errorf("the live object: %w", err)
+		}
+		k.strategy.PrepareForUpdate(u, o)
+		return invalid(u, k.strategy.ValidateUpdate(context.Background(), u, o))
+	})
 }
 
 // Defaulted is obj as the API server would store it: unknown fields pruned and the CRD's
@@ -214,11 +276,20 @@ func (v *Validator) prepare(obj map[string]any) (*unstructured.Unstructured, *ki
 	if err != nil {
 		return nil, nil, err
 	}
+	return v.prepareDoc(doc)
+}
+
+// prepareDoc is prepare of a document already normalized, which it changes.
+func (v *Validator) prepareDoc(doc map[string]any) (*unstructured.Unstructured, *kind, error) {
 	u := &unstructured.Unstructured{Object: doc}
 	gvk := u.GroupVersionKind()
-	k, ok := v.kinds[gvk]
+	lk, ok := v.kinds[gvk]
 	if !ok {
 		return nil, nil, fmt.Errorf("%s %q: no CRD is known for %s", gvk.Kind, u.GetName(), gvk.GroupVersion())
+	}
+	k, err := lk.get()
+	if err != nil {
+		return nil, nil, err
 	}
 	apiVersion, kindName := u.GetAPIVersion(), u.GetKind()
 	unknown := structuralpruning.PruneWithOptions(u.Object, k.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
@@ -277,6 +348,11 @@ func Normalize(obj any) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("marshalling %T: %w", obj, err)
 	}
+	return decodeJSON(b)
+}
+
+// decodeJSON decodes a JSON object as Normalize does: int64 where integral.
+func decodeJSON(b []byte) (map[string]any, error) {
 	var doc map[string]any
 	if err := utiljson.Unmarshal(b, &doc); err != nil {
 		return nil, err
