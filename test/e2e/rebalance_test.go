@@ -258,7 +258,11 @@ var _ = Describe("Rebalance while spot capacity stays off", SpecPriority(10), fu
 		for name := range seen {
 			first = name
 		}
-		moved := seen[first].at
+		// When Poolsmith marked it, from its RebalanceStarted event (microseconds, recorded
+		// right after the mark), not when the 2-second poll saw it: Karpenter's replacement
+		// tries the spot rung first, and that capacity error, caused by the move, can come
+		// before the poll.
+		moved := markedAt(class, first)
 		Expect(first).To(BeElementOf(names(fallback)), "the move is of a fallback node")
 		lastICE := lastCapacityError(top, moved)
 		Expect(lastICE.IsZero()).To(BeFalse(), "Karpenter tried the spot rung first and failed for capacity")
@@ -396,6 +400,23 @@ func classEvents(class, reason string) []string {
 		}
 	}
 	return out
+}
+
+// markedAt is when the class's RebalanceStarted event for the NodeClaim was recorded.
+func markedAt(class, nodeClaim string) time.Time {
+	GinkgoHelper()
+	var at time.Time
+	Eventually(func(g Gomega) {
+		list := &corev1.EventList{}
+		g.Expect(cluster.Client.List(ctx, list, client.MatchingFields{"reason": v1alpha1.ReasonRebalanceStarted})).To(Succeed())
+		for _, e := range list.Items {
+			if e.InvolvedObject.Kind == "WorkloadClass" && e.InvolvedObject.Name == class && strings.HasPrefix(e.Message, "NodeClaim "+nodeClaim+" marked") {
+				at = e.EventTime.Time
+			}
+		}
+		g.Expect(at.IsZero()).To(BeFalse(), "no RebalanceStarted event with an event time for NodeClaim %s", nodeClaim)
+	}).Should(Succeed())
+	return at
 }
 
 func names(claims []karpv1.NodeClaim) []string {
