@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/transport"
 )
 
 // ErrLeaseExpired refuses a write made after the replica last renewed its Lease longer
@@ -41,9 +44,60 @@ func fenced(ctx context.Context, cfg *rest.Config, opts Options) (*rest.Config, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the leader-election lock: %w", err)
 	}
+	if f.writes, err = f.writeTransport(cfg); err != nil {
+		return nil, nil, fmt.Errorf("building the fenced write transport: %w", err)
+	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(f.guard)
 	return cfg, lock, nil
+}
+
+// writeTransport is an HTTP transport of cfg's TLS and proxy settings, for writes only,
+// on connections of its own that check the fence again before every write to the
+// socket. The guard's check alone left a window: a replica stopped after the check and
+// before its request reached the wire sent the request when continued, after another
+// replica took the Lease (test/chaos's SIGSTOP scenario met one create, once in three
+// runs). Frames reach this connection's socket only for writes, so a refusal there
+// stops a write and nothing else; the connection fails, and the next write dials anew.
+func (f *fence) writeTransport(cfg *rest.Config) (http.RoundTripper, error) {
+	tc, err := cfg.TransportConfig()
+	if err != nil {
+		return nil, err
+	}
+	tlsConfig, err := transport.TLSConfigFor(tc)
+	if err != nil {
+		return nil, err
+	}
+	dial := (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	if tc.DialHolder != nil && tc.DialHolder.Dial != nil {
+		dial = tc.DialHolder.Dial
+	}
+	return utilnet.SetTransportDefaults(&http.Transport{
+		Proxy:               tc.Proxy,
+		TLSHandshakeTimeout: 10 * time.Second,
+		TLSClientConfig:     tlsConfig,
+		MaxIdleConnsPerHost: 25,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &fencedConn{Conn: c, fence: f}, nil
+		},
+	}), nil
+}
+
+// fencedConn refuses to send bytes unless the fence is held.
+type fencedConn struct {
+	net.Conn
+	fence *fence
+}
+
+func (c *fencedConn) Write(b []byte) (int, error) {
+	if !c.fence.held() {
+		return 0, ErrLeaseExpired
+	}
+	return c.Conn.Write(b)
 }
 
 // fence keeps a replica that lost its Lease without noticing (stopped, starved of CPU,
@@ -54,6 +108,9 @@ func fenced(ctx context.Context, cfg *rest.Config, opts Options) (*rest.Config, 
 // renew deadline, which is shorter than the lease duration other replicas wait out.
 type fence struct {
 	valid time.Duration
+	// writes carries the writes the guard lets through (writeTransport); nil sends them
+	// on the wrapped transport, as reads are.
+	writes http.RoundTripper
 
 	mu      sync.Mutex
 	renewed time.Time // when the last successful renewal was sent
@@ -83,6 +140,9 @@ func (f *fence) guard(rt http.RoundTripper) http.RoundTripper {
 		default:
 			if !f.held() {
 				return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, ErrLeaseExpired)
+			}
+			if f.writes != nil {
+				return f.writes.RoundTrip(req)
 			}
 		}
 		return rt.RoundTrip(req)

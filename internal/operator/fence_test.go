@@ -4,8 +4,11 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
 )
 
 // A replica frozen past its renew deadline (SIGSTOP, CPU starvation) resumes with
@@ -52,5 +55,49 @@ func TestFenceRefusesWritesOnceTheLeaseMayHavePassed(t *testing.T) {
 	f.renew(time.Now())
 	if err := send(http.MethodPatch); err != nil {
 		t.Errorf("PATCH after a new renewal: %v", err)
+	}
+}
+
+// The guard checks the fence before a write enters the transport; a replica stopped
+// between that check and the socket sent the write when continued (test/chaos met it).
+// The write transport checks again before every byte it sends: a write that passed the
+// guard while the fence was held and reaches the socket after it lapsed is not sent.
+func TestFencedWritesAreCheckedAgainAtTheSocket(t *testing.T) {
+	var received atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { received.Add(1) }))
+	defer srv.Close()
+	f := &fence{valid: 200 * time.Millisecond}
+	writes, err := f.writeTransport(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.writes = writes
+	c := &http.Client{Transport: f.guard(http.DefaultTransport)}
+	post := func(rt http.RoundTripper) error {
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/apis/karpenter.sh/v1/nodepools", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := rt.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	f.renew(time.Now())
+	if err := post(c.Transport); err != nil || received.Load() != 1 {
+		t.Fatalf("a write while the fence is held: %v, %d received", err, received.Load())
+	}
+	time.Sleep(250 * time.Millisecond)
+	// As if the guard had let it through just before the process was frozen.
+	if err := post(writes); !errors.Is(err, ErrLeaseExpired) {
+		t.Errorf("a write reaching the socket after the fence lapsed: got %v, want ErrLeaseExpired", err)
+	}
+	if n := received.Load(); n != 1 {
+		t.Errorf("the server received %d requests, want 1: the write after the lapse was sent", n)
+	}
+	f.renew(time.Now())
+	if err := post(c.Transport); err != nil || received.Load() != 2 {
+		t.Errorf("a write after a new renewal: %v, %d received", err, received.Load())
 	}
 }
