@@ -182,22 +182,7 @@ func (v *Validator) Known(gvk schema.GroupVersionKind) bool {
 // obj is an object's JSON form (see Object); it is not modified. The same JSON judged
 // again gets the remembered verdict (verdicts.go).
 func (v *Validator) Create(obj map[string]any) error {
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return fmt.Errorf("marshalling %T: %w", obj, err)
-	}
-	return v.verdicts.judge(verdictKey("create", b, nil), func() error {
-		doc, err := decodeJSON(b)
-		if err != nil {
-			return err
-		}
-		if doc, ok := policy(doc); ok {
-			return checkPolicy(doc)
-		}
-		u, k, err := v.prepareDoc(doc)
-		if err != nil {
-			return err
-		}
+	return v.judge(obj, nil, func(u, _ *unstructured.Unstructured, k *kind) error {
 		k.strategy.PrepareForCreate(u)
 		return invalid(u, k.strategy.Validate(context.Background(), u))
 	})
@@ -207,15 +192,31 @@ func (v *Validator) Create(obj map[string]any) error {
 // nil: transition rules (oldSelf) and ratcheting see the live object. The same pair
 // judged again gets the remembered verdict (verdicts.go).
 func (v *Validator) Update(obj, old map[string]any) error {
+	if old == nil {
+		old = map[string]any{}
+	}
+	return v.judge(obj, old, func(u, o *unstructured.Unstructured, k *kind) error {
+		k.strategy.PrepareForUpdate(u, o)
+		return invalid(u, k.strategy.ValidateUpdate(context.Background(), u, o))
+	})
+}
+
+// judge is Create's and Update's shared path: the JSON judged (and, for an update, the
+// live object's) keys the verdict memory; a miss decodes it, checks a built-in policy
+// kind as such, and hands a CRD kind, prepared, to check. old is nil for a create.
+func (v *Validator) judge(obj, old map[string]any, check func(u, o *unstructured.Unstructured, k *kind) error) error {
 	b, err := json.Marshal(obj)
 	if err != nil {
 		return fmt.Errorf("marshalling %T: %w", obj, err)
 	}
-	ob, err := json.Marshal(old)
-	if err != nil {
-		return fmt.Errorf("the live object: marshalling %T: %w", old, err)
+	op, ob := "create", []byte(nil)
+	if old != nil {
+		op = "update"
+		if ob, err = json.Marshal(old); err != nil {
+			return fmt.Errorf("the live object: marshalling %T: %w", old, err)
+		}
 	}
-	return v.verdicts.judge(verdictKey("update", b, ob), func() error {
+	return v.verdicts.judge(verdictKey(op, b, ob), func() error {
 		doc, err := decodeJSON(b)
 		if err != nil {
 			return err
@@ -227,16 +228,17 @@ func (v *Validator) Update(obj, old map[string]any) error {
 		if err != nil {
 			return err
 		}
-		oldDoc, err := decodeJSON(ob)
-		if err != nil {
-			return fmt.Errorf("the live object: %w", err)
+		var o *unstructured.Unstructured
+		if old != nil {
+			oldDoc, err := decodeJSON(ob)
+			if err != nil {
+				return fmt.Errorf("the live object: %w", err)
+			}
+			if o, _, err = v.prepareDoc(oldDoc); err != nil {
+				return fmt.Errorf("the live object: %w", err)
+			}
 		}
-		o, _, err := v.prepareDoc(oldDoc)
-		if err != nil {
-			return fmt.Errorf("the live object: %w", err)
-		}
-		k.strategy.PrepareForUpdate(u, o)
-		return invalid(u, k.strategy.ValidateUpdate(context.Background(), u, o))
+		return check(u, o, k)
 	})
 }
 
