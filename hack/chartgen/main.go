@@ -73,7 +73,7 @@ func writePolicies(root string) error {
 	// them from stand-ins that are then replaced by the values' templates.
 	stand := render.Ownership{PlatformGroups: []string{"@@platformGroups@@"}, TeamsByGroup: map[string][]string{"@@teamsByGroup@@": {}}}
 	fromValues := map[string]string{
-		`'["@@platformGroups@@"]'`:    `{{ .Values.ownership.platformGroups | toJson | quote }}`,
+		`'["@@platformGroups@@"]'`:  `{{ .Values.ownership.platformGroups | toJson | quote }}`,
 		`'{"@@teamsByGroup@@":[]}'`: `{{ .Values.ownership.teamsByGroup | toJson | quote }}`,
 	}
 	plainObjs := render.AdmissionPolicies(render.DefaultOwnership)

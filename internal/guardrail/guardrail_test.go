@@ -28,7 +28,7 @@ func Bounded() *v1alpha1.Baseline {
 				SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "prod"}}},
 				SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "prod"}}},
 			},
-			NodePool:  v1alpha1.NodePoolDefaults{Labels: v1alpha1.NodeLabels{"example.com/env": "prod"}},
+			NodePool: v1alpha1.NodePoolDefaults{Labels: v1alpha1.NodeLabels{"example.com/env": "prod"}},
 			Guardrails: &v1alpha1.Guardrails{
 				Ceilings:           &v1alpha1.Ceilings{CPU: ptr.To(q("256")), Memory: ptr.To(q("1Ti")), GPU: ptr.To(q("8")), Nodes: ptr.To(q("20"))},
 				Profiles:           []v1alpha1.Profile{v1alpha1.ProfileGeneral, v1alpha1.ProfileGPU},

@@ -352,4 +352,3 @@ func toStrings[S ~string](in []S) []string {
 	}
 	return out
 }
-
