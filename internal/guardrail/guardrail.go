@@ -26,7 +26,8 @@ var compiled = sync.OnceValues(func() (*validate.CompiledPolicy, error) {
 })
 
 // Judge returns the guardrails the class is outside of, one render.Error each (reason
-// GuardrailViolation), in the policy's order; the API server's refusal names the first.
+// GuardrailViolation, or BaselineConflict for a contradicted mandatory tag, label or
+// annotation), in the policy's order; the API server's refusal names the first.
 // A nil Baseline bounds nothing.
 func Judge(baseline *v1alpha1.Baseline, class *v1alpha1.WorkloadClass) error {
 	if baseline == nil {
@@ -57,13 +58,21 @@ func Judge(baseline *v1alpha1.Baseline, class *v1alpha1.WorkloadClass) error {
 		if !ok {
 			field, message = "spec", msg
 		}
-		errs = append(errs, &render.Error{Reason: v1alpha1.ReasonGuardrailViolation, Field: field, Message: message})
+		reason := v1alpha1.ReasonGuardrailViolation
+		if base, _, _ := strings.Cut(field, "["); mandatory[base] {
+			reason = v1alpha1.ReasonBaselineConflict
+		}
+		errs = append(errs, &render.Error{Reason: reason, Field: field, Message: message})
 	}
 	if len(errs) == 0 {
 		return nil
 	}
 	return errs
 }
+
+// mandatory are the fields whose refusal is a contradiction of the Baseline's mandatory
+// values (the renderer's BaselineConflict), not a guardrail.
+var mandatory = map[string]bool{"spec.nodeClass.tags": true, "spec.labels": true, "spec.annotations": true}
 
 func toUnstructured(obj runtime.Object, kind string) (*unstructured.Unstructured, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)

@@ -101,7 +101,7 @@ func TestJudge(t *testing.T) {
 		{"no team", func(wc *v1alpha1.WorkloadClass) { wc.Labels = nil }, "metadata.labels[poolsmith.dev/team]", "must name its team"},
 		{"a label contradicting the Baseline's", func(wc *v1alpha1.WorkloadClass) {
 			wc.Spec.Labels = v1alpha1.NodeLabels{"example.com/env": "dev"}
-		}, "spec.labels", "example.com/env=dev contradicts the mandatory example.com/env=prod"},
+		}, "spec.labels[example.com/env]", `class value "dev" contradicts the Baseline's mandatory value "prod"`},
 		{"another Baseline's class", func(wc *v1alpha1.WorkloadClass) {
 			wc.Spec.BaselineRef = &v1alpha1.BaselineReference{Name: "other"}
 			wc.Spec.Limits[corev1.ResourceCPU] = resource.MustParse("1000")
@@ -121,8 +121,12 @@ func TestJudge(t *testing.T) {
 			if !errors.As(err, &errs) {
 				t.Fatalf("err = %v, want render.Errors", err)
 			}
-			if errs[0].Field != row.field || !strings.Contains(errs[0].Message, row.says) || errs.Reason() != v1alpha1.ReasonGuardrailViolation {
-				t.Errorf("first refusal %s: %s (reason %s); want %s: ...%s...", errs[0].Field, errs[0].Message, errs.Reason(), row.field, row.says)
+			reason := v1alpha1.ReasonGuardrailViolation
+			if strings.HasPrefix(row.field, "spec.labels[") {
+				reason = v1alpha1.ReasonBaselineConflict
+			}
+			if errs[0].Field != row.field || !strings.Contains(errs[0].Message, row.says) || errs.Reason() != reason {
+				t.Errorf("first refusal %s: %s (reason %s); want %s: ...%s... (%s)", errs[0].Field, errs[0].Message, errs.Reason(), row.field, row.says, reason)
 			}
 		})
 	}

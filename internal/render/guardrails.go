@@ -178,7 +178,8 @@ func guardrailsPolicy(o Ownership) (*admissionv1.ValidatingAdmissionPolicy, *adm
 			Reason:            ptr.To(metav1.StatusReasonForbidden),
 		})
 	}
-	// The Baseline's mandatory values, which the renderer would refuse as BaselineConflict.
+	// The Baseline's mandatory values, which the renderer would refuse as BaselineConflict,
+	// in the renderer's words.
 	for _, m := range []struct{ field, class, base string }{
 		{"spec.nodeClass.tags", "(has(object.spec.nodeClass) && has(object.spec.nodeClass.tags) ? object.spec.nodeClass.tags : {})", "(has(params.spec.nodeClass.tags) ? params.spec.nodeClass.tags : {})"},
 		{"spec.labels", "(has(object.spec.labels) ? object.spec.labels : {})", "(has(params.spec.nodePool) && has(params.spec.nodePool.labels) ? params.spec.nodePool.labels : {})"},
@@ -188,7 +189,7 @@ func guardrailsPolicy(o Ownership) (*admissionv1.ValidatingAdmissionPolicy, *adm
 		validations = append(validations, admissionv1.Validation{
 			Expression:        `!variables.applies || ` + contradicts + `.size() == 0`,
 			Message:           m.field + " contradicts a mandatory value of the class's Baseline",
-			MessageExpression: `"` + m.field + `: " + ` + contradicts + `.map(k, k + "=" + ` + m.class + `[k] + " contradicts the mandatory " + k + "=" + ` + m.base + `[k]).join(", ") + " of Baseline " + params.metadata.name`,
+			MessageExpression: contradicts + `.map(k, "` + m.field + `[" + k + "]: class value \"" + ` + m.class + `[k] + "\" contradicts the Baseline's mandatory value \"" + ` + m.base + `[k] + "\"").join("; ")`,
 			Reason:            ptr.To(metav1.StatusReasonForbidden),
 		})
 	}
