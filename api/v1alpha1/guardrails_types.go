@@ -18,7 +18,7 @@ const LabelTeam = "poolsmith.dev/team"
 // of its NodePools; poolsmith lint and render judge them offline. Unset fields bound
 // nothing. Values a class takes from its profile count as the class's: a GPU-profile class
 // that names no capacity types uses on-demand and spot.
-// +kubebuilder:validation:XValidation:rule="!has(self.families) || !has(self.categories) || self.families.all(f, self.categories.exists(c, f.startsWith(c) && f.substring(c.size()).matches('^[0-9]')))",message="guardrails.families: every family must belong to one of guardrails.categories (m7g belongs to m), or no class could use it"
+// +kubebuilder:validation:XValidation:rule="!has(self.families) || !has(self.categories) || self.families.all(f, f.find('^[a-z]+') in self.categories)",message="guardrails.families: every family must belong to one of guardrails.categories (m7g belongs to m), or no class could use it"
 // +kubebuilder:validation:XValidation:rule="!has(self.families) || !has(self.minGeneration) || self.families.all(f, int(f.find('[0-9]+')) >= self.minGeneration)",message="guardrails.families: every family must be of guardrails.minGeneration or newer (m5 is generation 5), or no class could use it"
 // +kubebuilder:validation:XValidation:rule="!has(self.capacityTypeGrants) || !has(self.capacityTypes) || self.capacityTypeGrants.all(g, !(g.capacityType in self.capacityTypes))",message="guardrails.capacityTypeGrants: a capacity type guardrails.capacityTypes already allows needs no grant"
 // +kubebuilder:validation:XValidation:rule="!has(self.gpuNames) || !has(self.profiles) || 'GPU' in self.profiles || 'Custom' in self.profiles",message="guardrails.gpuNames: no allowed profile can have GPUs (allow GPU or Custom in guardrails.profiles)"
@@ -61,6 +61,7 @@ type Guardrails struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=30
 	// +kubebuilder:validation:items:Pattern=`^[a-z]+$`
+	// +kubebuilder:validation:items:MaxLength=8
 	// +listType=set
 	// +optional
 	Categories []string `json:"categories,omitempty"`
@@ -68,9 +69,9 @@ type Guardrails struct {
 	// families a class may use (karpenter.k8s.aws/instance-family), e.g. m7g. A class
 	// must then name its families or types, each of one of these families.
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=60
+	// +kubebuilder:validation:MaxItems=30
 	// +kubebuilder:validation:items:Pattern=`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`
-	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:MaxLength=32
 	// +listType=set
 	// +optional
 	Families []string `json:"families,omitempty"`

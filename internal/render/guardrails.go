@@ -126,8 +126,9 @@ func guardrailsPolicy(o Ownership) (*admissionv1.ValidatingAdmissionPolicy, *adm
 	generation := func(f string) string {
 		return fmt.Sprintf(`(%[1]s.find('[0-9]+') != "" ? int(%[1]s.find('[0-9]+')) : 0)`, f)
 	}
+	// A family's category is its leading letters (m7g: m, u-6tb1: u), as on the Baseline.
 	inCategory := func(f, cats string) string {
-		return fmt.Sprintf(`%[2]s.exists(c, %[1]s.startsWith(c) && %[1]s.substring(c.size()).matches('^[0-9]'))`, f, cats)
+		return fmt.Sprintf(`(%[1]s.find('^[a-z]+') in %[2]s)`, f, cats)
 	}
 	var over []string
 	for _, c := range ceilings {
