@@ -1,6 +1,7 @@
 package guardrail_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/cli"
 	"github.com/poolsmith/poolsmith/internal/guardrail"
 	"github.com/poolsmith/poolsmith/internal/harness/testenv"
 	"github.com/poolsmith/poolsmith/internal/render"
@@ -138,6 +140,13 @@ func TestTheAPIServerEnforcesGuardrailsAndOwnership(t *testing.T) {
 				return
 			}
 			offline := guardrail.Judge(bounded, row.class)
+			lint := lintOffline(t, bounded, row.class)
+			switch {
+			case row.policy == "" && strings.Contains(lint, " guardrail "):
+				t.Errorf("the API server admits it; poolsmith lint refuses it:\n%s", lint)
+			case row.policy != "" && !strings.Contains(lint, firstRefusal(offline)):
+				t.Errorf("poolsmith lint does not report the refusal %q:\n%s", firstRefusal(offline), lint)
+			}
 			switch {
 			case row.policy == "" && offline != nil:
 				t.Errorf("the API server admits it; lint refuses it: %v", offline)
@@ -198,6 +207,31 @@ func TestTheAPIServerEnforcesGuardrailsAndOwnership(t *testing.T) {
 	} {
 		t.Run(row.name, func(t *testing.T) { refused(t, row.err(), row.policy) })
 	}
+}
+
+// lintOffline runs poolsmith lint on the Baseline and the class, as a team's CI would.
+func lintOffline(t *testing.T, baseline *v1alpha1.Baseline, class *v1alpha1.WorkloadClass) string {
+	t.Helper()
+	var docs []string
+	for _, obj := range []client.Object{baseline.DeepCopy(), class.DeepCopy()} {
+		kind := "Baseline"
+		if _, ok := obj.(*v1alpha1.WorkloadClass); ok {
+			kind = "WorkloadClass"
+		}
+		obj.GetObjectKind().SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(kind))
+		obj.SetResourceVersion("")
+		obj.SetUID("")
+		obj.SetCreationTimestamp(metav1.Time{})
+		obj.SetManagedFields(nil)
+		y, err := yaml.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(y))
+	}
+	var out, errOut bytes.Buffer
+	cli.Execute([]string{"lint", "-f", "-"}, strings.NewReader(strings.Join(docs, "---\n")), &out, &errOut)
+	return out.String() + errOut.String()
 }
 
 // refused fails unless err is a refusal naming policy (nil when policy is empty).
