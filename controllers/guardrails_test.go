@@ -45,10 +45,23 @@ var _ = Describe("Guardrails", func() {
 		Expect(msg).To(ContainSubstring("spec.limits: cpu 100 is above the ceiling 64"))
 		Consistently(versions, "3s").Should(Equal(before))
 
-		// The deletion completes: the finalizer's removal changes neither spec nor labels,
-		// so the guardrail policy does not judge it.
+		// A deletion under way when the Baseline tightens further completes: the manager's
+		// removal of its finalizer changes neither spec nor labels, so the guardrail policy
+		// does not judge it. A finalizer on one NodePool holds the deletion open meanwhile.
+		held := get(&karpv1.NodePool{}, "bounded-spot-amd64")
+		held.Finalizers = append(held.Finalizers, "example.com/hold")
+		Expect(env.Client.Update(ctx, held)).To(Succeed())
 		Expect(env.Client.Delete(ctx, get(&v1alpha1.WorkloadClass{}, "bounded"))).To(Succeed())
-		Eventually(exists(&v1alpha1.WorkloadClass{}, "bounded"), "30s").Should(BeFalse())
+		Eventually(condition("bounded", v1alpha1.ConditionSynced)).Should(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonDeleting))
+		tighten("tightened", &v1alpha1.Guardrails{
+			Ceilings:      &v1alpha1.Ceilings{CPU: ptr.To(resource.MustParse("8"))},
+			CapacityTypes: []v1alpha1.CapacityType{v1alpha1.CapacityTypeSpot},
+			RequireTeam:   true,
+		})
+		held = get(&karpv1.NodePool{}, "bounded-spot-amd64")
+		held.Finalizers = nil
+		Expect(env.Client.Update(ctx, held)).To(Succeed())
+		Eventually(exists(&v1alpha1.WorkloadClass{}, "bounded"), "60s").Should(BeFalse())
 		Expect(nodePoolNames("bounded")()).To(BeEmpty())
 	})
 
