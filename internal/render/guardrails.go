@@ -141,8 +141,8 @@ func guardrailsPolicy(o Ownership) (*admissionv1.ValidatingAdmissionPolicy, *adm
 		return fmt.Sprintf(`has(%[1]s.capacityTypeGrants) && %[1]s.capacityTypeGrants.exists(x, x.capacityType == %[2]s && x.label in variables.labels && variables.labels[x.label] == "true")`, g, ct)
 	}
 	baseline := `" (guardrails of Baseline " + params.metadata.name + ")"`
-	// bounded is a validation that holds unless the class uses its Baseline and the
-	// Baseline's guardrails set the field checked.
+	// Each check becomes a validation that holds unless the class uses this Baseline and
+	// the Baseline has guardrails (variables.guarded); its message names the field first.
 	type check struct{ name, expr, message string }
 	checks := []check{
 		{"profile", `!has(` + g + `.profiles) || variables.profile in ` + g + `.profiles`,
