@@ -29,6 +29,11 @@ type BaselineSpec struct {
 	// field separately.
 	// +optional
 	Rebalance *Rebalance `json:"rebalance,omitempty"`
+
+	// guardrails are the bounds every class that uses this Baseline must satisfy, enforced
+	// by the API server; see Guardrails and docs/guardrails.md.
+	// +optional
+	Guardrails *Guardrails `json:"guardrails,omitempty"`
 }
 
 // NodePoolDefaults are the NodePool fields a Baseline sets for every derived NodePool.

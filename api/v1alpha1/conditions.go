@@ -56,6 +56,11 @@ const (
 	// ReasonBaselineConflict (False): the class contradicts a mandatory Baseline field,
 	// such as a tag or label value.
 	ReasonBaselineConflict = "BaselineConflict"
+	// ReasonGuardrailViolation (False): the class is outside the guardrails of its
+	// Baseline (spec.guardrails) or contradicts its mandatory values, as the API server's
+	// guardrail policy judges it; typically a Baseline tightened after the class was
+	// admitted. Its children are left exactly as they are.
+	ReasonGuardrailViolation = "GuardrailViolation"
 	// ReasonOwnershipConflict (False): an object Poolsmith would create already exists and
 	// is not owned by this class; it is left untouched.
 	ReasonOwnershipConflict = "OwnershipConflict"

@@ -9,9 +9,11 @@
 // Namespaced marker rules (namespace=poolsmith-system) become a Role in the signals
 // ConfigMap's namespace, which is the only namespaced thing the manager reads.
 //
-// It also writes the admission policies the manager reads its AccessRules into
-// (render.AdmissionPolicies), installed once and never written by the manager, to
-// charts/poolsmith/templates/admission-policies.yaml and config/policies/policies.yaml.
+// It also writes the admission policies (render.AdmissionPolicies: access and namespace
+// defaults over the AccessRules the manager writes, guardrails over the Baselines, team
+// ownership), installed once and never written by the manager, to
+// charts/poolsmith/templates/admission-policies.yaml (the ownership mapping from the chart's
+// values) and config/policies/policies.yaml (render.DefaultOwnership).
 package main
 
 import (
@@ -62,12 +64,20 @@ func run(root string) error {
 // the release; the MutatingAdmissionPolicy and its binding only where the API server
 // serves admissionregistration.k8s.io/v1 MutatingAdmissionPolicy) and into config/policies.
 func writePolicies(root string) error {
-	const source = "internal/render/access.go (render.AdmissionPolicies)"
+	const source = "internal/render/access.go and guardrails.go (render.AdmissionPolicies)"
 	var chart, plain bytes.Buffer
 	fmt.Fprintf(&chart, header, source)
 	fmt.Fprintf(&plain, header, source)
 	const mapGate = `{{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy" }}`
-	for _, obj := range render.AdmissionPolicies() {
+	// The chart writes its ownership values where the policies hold the mapping; it renders
+	// them from stand-ins that are then replaced by the values' templates.
+	stand := render.Ownership{PlatformGroups: []string{"@@platformGroups@@"}, TeamsByGroup: map[string][]string{"@@teamsByGroup@@": {}}}
+	fromValues := map[string]string{
+		`'["@@platformGroups@@"]'`:  `{{ .Values.ownership.platformGroups | toJson | quote }}`,
+		`'{"@@teamsByGroup@@":[]}'`: `{{ .Values.ownership.teamsByGroup | toJson | quote }}`,
+	}
+	plainObjs := render.AdmissionPolicies(render.DefaultOwnership)
+	for i, obj := range render.AdmissionPolicies(stand) {
 		y, err := yaml.Marshal(obj)
 		if err != nil {
 			return err
@@ -75,7 +85,17 @@ func writePolicies(root string) error {
 		if bytes.Contains(y, []byte("{{")) {
 			return fmt.Errorf("%s %s: contains {{, which helm would read as a template", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName())
 		}
-		fmt.Fprintf(&plain, "---\n%s", y)
+		for standIn, tmpl := range fromValues {
+			y = bytes.ReplaceAll(y, []byte(standIn), []byte(tmpl))
+		}
+		if bytes.Contains(y, []byte("@@")) {
+			return fmt.Errorf("%s: an ownership stand-in was not replaced by its value", obj.GetName())
+		}
+		py, err := yaml.Marshal(plainObjs[i])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&plain, "---\n%s", py)
 		named := fmt.Sprintf("metadata:\n  name: %s\n", obj.GetName())
 		if !bytes.Contains(y, []byte(named)) {
 			return fmt.Errorf("%s: no %q to add the release's labels after", obj.GetName(), named)

@@ -291,8 +291,8 @@ func TestExplainShowsValuesAndOrigins(t *testing.T) {
 		t.Fatalf("explain -o json: exit %d, %d fields", code, len(fields))
 	}
 	for _, f := range fields {
-		// The class's resolved spec.rebalance is listed after its objects' fields.
-		rebalance := f["object"] == "WorkloadClass/gpu" && strings.HasPrefix(f["path"], "spec.rebalance.")
+		// The class's resolved spec.rebalance and limits are listed after its objects' fields.
+		rebalance := f["object"] == "WorkloadClass/gpu" && (strings.HasPrefix(f["path"], "spec.rebalance.") || strings.HasPrefix(f["path"], "spec.limits["))
 		if (f["object"] != "EC2NodeClass/gpu" && f["object"] != "AccessRule/gpu" && !rebalance) || f["origin"] == "" {
 			t.Errorf("unexpected field %v", f)
 		}

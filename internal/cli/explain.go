@@ -24,6 +24,8 @@ spec.template.spec.requirements[kubernetes.io/arch].
 Then a rebalance section: each class's spec.rebalance as the rebalance controller
 resolves it, one setting a line (WorkloadClass/NAME, spec.rebalance.FIELD), from the
 class, else its Baseline (baseline), else Poolsmith's default (poolsmith-default).
+Then a limits section: each class's class-wide limits (spec.limits[NAME]), from the
+class, else its Baseline's guardrails.ceilings (baseline:guardrail).
 With -o json these are more entries of the same list. --object WorkloadClass/NAME (or
 NAME) selects a class's section.`,
 		Example: `  poolsmith explain -f config/samples/ --object NodePool/ci-spot-amd64
@@ -35,7 +37,7 @@ NAME) selects a class's section.`,
 			if err != nil {
 				return err
 			}
-			var fields, rebalance render.Provenance
+			var fields, rebalance, limits render.Provenance
 			for _, r := range results {
 				for _, f := range r.Provenance {
 					if matchesObject(f.Object, object) {
@@ -43,16 +45,20 @@ NAME) selects a class's section.`,
 					}
 				}
 				for _, f := range r.Settings.Fields {
-					if strings.HasPrefix(f.Path, "spec.rebalance.") && matchesObject(f.Object, object) {
+					switch {
+					case !matchesObject(f.Object, object):
+					case strings.HasPrefix(f.Path, "spec.rebalance."):
 						rebalance = append(rebalance, f)
+					case strings.HasPrefix(f.Path, "spec.limits["):
+						limits = append(limits, f)
 					}
 				}
 			}
-			if object != "" && len(fields) == 0 && len(rebalance) == 0 {
+			if object != "" && len(fields) == 0 && len(rebalance) == 0 && len(limits) == 0 {
 				return inputError{fmt.Sprintf("--object %s: no generated object has that name", object)}
 			}
 			if flags.output == "json" {
-				return writeJSON(c.OutOrStdout(), append(fields, rebalance...))
+				return writeJSON(c.OutOrStdout(), append(append(fields, rebalance...), limits...))
 			}
 			w := tabwriter.NewWriter(c.OutOrStdout(), 0, 0, 2, ' ', 0)
 			if len(fields) > 0 {
@@ -73,6 +79,19 @@ NAME) selects a class's section.`,
 				fmt.Fprintln(c.OutOrStdout(), "REBALANCE (spec.rebalance as resolved: class, else baseline, else poolsmith-default)")
 				fmt.Fprintln(w, "OBJECT\tSETTING\tVALUE\tORIGIN")
 				for _, f := range rebalance {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", f.Object, f.Path, f.Value, f.Origin)
+				}
+			}
+			if len(limits) > 0 {
+				if len(fields)+len(rebalance) > 0 {
+					fmt.Fprintln(w)
+				}
+				if err := w.Flush(); err != nil {
+					return err
+				}
+				fmt.Fprintln(c.OutOrStdout(), "LIMITS (class-wide, split across rungs: the class's, else its Baseline's ceiling, baseline:guardrail)")
+				fmt.Fprintln(w, "OBJECT\tSETTING\tVALUE\tORIGIN")
+				for _, f := range limits {
 					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", f.Object, f.Path, f.Value, f.Origin)
 				}
 			}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/guardrail"
 	"github.com/poolsmith/poolsmith/internal/lint"
 	"github.com/poolsmith/poolsmith/internal/manifest"
 	"github.com/poolsmith/poolsmith/internal/observe"
@@ -124,6 +125,10 @@ func (in *input) renderEach() []lint.Class {
 		c := lint.Class{Class: wc, Baseline: inputs.Baseline, Err: err}
 		if c.Err == nil && c.Baseline == nil {
 			c.Err = fmt.Errorf("spec.baselineRef: Baseline %q is not in the input", wc.BaselineName())
+		}
+		if c.Err == nil {
+			// The guardrails as the API server judges them (the same policy, in-process).
+			c.Err = guardrail.Judge(inputs.Baseline, wc)
 		}
 		if c.Err == nil {
 			if c.Result, c.Err = inputs.Render(); c.Err == nil {

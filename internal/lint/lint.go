@@ -34,8 +34,11 @@ const (
 
 // Checks, by the name findings carry.
 const (
-	CheckInvalidSpec        = "invalid-spec"
-	CheckBaselineConflict   = "baseline-conflict"
+	CheckInvalidSpec      = "invalid-spec"
+	CheckBaselineConflict = "baseline-conflict"
+	// CheckGuardrail is a class outside its Baseline's guardrails, as the API server's
+	// guardrail policy judges it (internal/guardrail).
+	CheckGuardrail          = "guardrail"
 	CheckRungOverlap        = "rung-overlap"
 	CheckClassOverlap       = "class-overlap"
 	CheckSelectsNothing     = "selects-nothing"
@@ -103,8 +106,11 @@ func Lint(classes []Class, opts render.Options) []Finding {
 			if errs, isRender := c.Err.(render.Errors); isRender {
 				for _, e := range errs {
 					check := CheckInvalidSpec
-					if e.Reason == v1alpha1.ReasonBaselineConflict {
+					switch e.Reason {
+					case v1alpha1.ReasonBaselineConflict:
 						check = CheckBaselineConflict
+					case v1alpha1.ReasonGuardrailViolation:
+						check = CheckGuardrail
 					}
 					add(Error, obj, check, "%s", e.Error())
 				}

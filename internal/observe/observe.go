@@ -24,6 +24,7 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/capabilities"
+	"github.com/poolsmith/poolsmith/internal/guardrail"
 	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/validate"
@@ -213,6 +214,11 @@ func (c Cluster) Plan(ctx context.Context, in render.Inputs) (*Outcome, error) {
 	wc := in.Class
 	live, err := c.Children(ctx, wc)
 	if err != nil {
+		return nil, err
+	}
+	// The guardrails are judged before the render, with the API server's own policy: a
+	// class a later Baseline edit put out of bounds changes none of its children.
+	if err := guardrail.Judge(in.Baseline, wc); err != nil {
 		return nil, err
 	}
 	in.Options.Usage = live.Usage()

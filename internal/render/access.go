@@ -206,14 +206,16 @@ const namespaceLabelsCEL = `has(namespaceObject.metadata.labels) ? namespaceObje
 
 // AdmissionPolicies are the policies and bindings the chart and config/policies install
 // once (hack/chartgen writes them from here): the access policy, whose parameters are the
-// restricted classes' AccessRules, and the namespace-default policy, whose parameters are
-// every class's. The manager writes only the parameters, so it needs no write access to
-// any admission policy. A later policy over another Poolsmith parameter (the Baseline's
-// guardrails) joins this list.
-func AdmissionPolicies() []client.Object {
+// restricted classes' AccessRules, the namespace-default policy, whose parameters are
+// every class's, the guardrail policy, whose parameters are the Baselines, and the
+// ownership policy, which has none; the last two read o. The manager writes only
+// AccessRules, so it needs no write access to any admission policy.
+func AdmissionPolicies(o Ownership) []client.Object {
 	vap, vapb := accessPolicy()
 	mp, mpb := defaultsPolicy()
-	return []client.Object{vap, vapb, mp, mpb}
+	gp, gpb := guardrailsPolicy(o)
+	op, opb := ownershipPolicy(o)
+	return []client.Object{vap, vapb, mp, mpb, gp, gpb, op, opb}
 }
 
 // paramKind is the AccessRule, the parameter of both policies.

@@ -52,8 +52,8 @@ func TestAccessRendersOneAccessRulePerClass(t *testing.T) {
 }
 
 func TestAdmissionPoliciesReadAccessRules(t *testing.T) {
-	objs := render.AdmissionPolicies()
-	if len(objs) != 4 {
+	objs := render.AdmissionPolicies(render.DefaultOwnership)
+	if len(objs) != 8 {
 		t.Fatalf("policies = %d", len(objs))
 	}
 	vap := objs[0].(*admissionv1.ValidatingAdmissionPolicy)
@@ -157,7 +157,7 @@ func TestAdmissionPoliciesCompile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range render.AdmissionPolicies() {
+	for _, p := range render.AdmissionPolicies(render.DefaultOwnership) {
 		doc, err := render.CleanJSON(p)
 		if err != nil {
 			t.Fatal(err)

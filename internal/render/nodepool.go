@@ -126,14 +126,16 @@ func shorter(a, b string) bool {
 	return *da.Duration < *db.Duration
 }
 
-// rungLimits splits the class-wide limit: each rung may use the class limit minus what
-// the other rungs use now, never below zero.
+// rungLimits splits the class-wide limit (spec.limits, or the Baseline's ceiling where the
+// class sets none): each rung may use the class limit minus what the other rungs use now,
+// never below zero.
 func (r *renderer) rungLimits(rung string) karpv1.Limits {
-	if len(r.class.Spec.Limits) == 0 {
+	classLimits, _ := ClassLimits(r.baseline, r.class)
+	if len(classLimits) == 0 {
 		return nil
 	}
 	limits := karpv1.Limits{}
-	for name, limit := range r.class.Spec.Limits {
+	for name, limit := range classLimits {
 		remaining := limit.DeepCopy()
 		for other, usage := range r.opts.Usage {
 			if other == rung {

@@ -69,7 +69,8 @@ type Result struct {
 
 // Error is one reason a class cannot be rendered.
 type Error struct {
-	// Reason is the Synced condition reason it maps to: InvalidSpec or BaselineConflict.
+	// Reason is the Synced condition reason it maps to: InvalidSpec, BaselineConflict or
+	// GuardrailViolation.
 	Reason string
 	// Field is the offending field of the WorkloadClass (or baseline.… for the Baseline's).
 	Field   string
@@ -89,11 +90,14 @@ func (e Errors) Error() string {
 	return strings.Join(msgs, "; ")
 }
 
-// Reason is the Synced reason for the errors: BaselineConflict if any is one.
+// Reason is the Synced reason for the errors: GuardrailViolation if any is one, else
+// BaselineConflict if any is one, else InvalidSpec.
 func (e Errors) Reason() string {
-	for _, err := range e {
-		if err.Reason == v1alpha1.ReasonBaselineConflict {
-			return v1alpha1.ReasonBaselineConflict
+	for _, reason := range []string{v1alpha1.ReasonGuardrailViolation, v1alpha1.ReasonBaselineConflict} {
+		for _, err := range e {
+			if err.Reason == reason {
+				return reason
+			}
 		}
 	}
 	return v1alpha1.ReasonInvalidSpec

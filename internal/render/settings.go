@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -38,6 +39,9 @@ type Settings struct {
 	RebalanceErr error
 	// Access is spec.access as the renderer enforces it.
 	Access Access
+	// Limits are the class-wide limits the rungs share: spec.limits, and the Baseline's
+	// guardrails.ceilings for the resources the class does not limit (ClassLimits).
+	Limits corev1.ResourceList
 	// Fields are every resolved setting with its value and origin: Object is
 	// WorkloadClass/NAME and Path the setting (spec.rebalance.policy, access.enforced).
 	// explain prints the spec.rebalance ones as its rebalance section.
@@ -77,6 +81,7 @@ func Resolve(in Inputs) Settings {
 	}
 	s.Rebalance, s.RebalanceErr = resolveRebalance(in.Class.Spec.Rebalance, base, add)
 	s.Access = resolveAccess(in.Class, in.Options, add)
+	s.Limits = resolveLimits(in, add)
 	return s
 }
 

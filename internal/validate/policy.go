@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -182,11 +184,32 @@ type Judgement struct {
 	Matched bool
 	// Allowed is true when every validation holds.
 	Allowed bool
+	// Refusals are the messages of the validations that do not hold, in the policy's
+	// order, each as the API server words it (messageExpression, else message); the API
+	// server's refusal carries the first.
+	Refusals []string
 	// Cost is the CEL cost of the match conditions (which have a budget of their own),
 	// the variables and the validations; Budget is the API server's per-evaluation budget
 	// of the validations.
 	Cost   int64
 	Budget int64
+}
+
+// Request is one admission request as a ValidatingAdmissionPolicy sees it.
+type Request struct {
+	// Operation is CREATE (the default), UPDATE or DELETE.
+	Operation admission.Operation
+	// Object is the object written (nil on DELETE); OldObject the object before (UPDATE,
+	// DELETE).
+	Object, OldObject *unstructured.Unstructured
+	// Resource is the plural resource name, e.g. workloadclasses ("pods" when empty).
+	Resource string
+	// Params is the parameter (nil for a policy without paramKind); Namespace the object's
+	// namespace (nil for a cluster-scoped object).
+	Params    *unstructured.Unstructured
+	Namespace *corev1.Namespace
+	// User is who writes: request.userInfo.
+	User user.Info
 }
 
 // Judge evaluates a ValidatingAdmissionPolicy's match conditions and validations on a
@@ -205,10 +228,11 @@ func Judge(p *admissionv1.ValidatingAdmissionPolicy, params *unstructured.Unstru
 // CompiledPolicy is a ValidatingAdmissionPolicy compiled as the API server compiles it,
 // once, to judge many objects.
 type CompiledPolicy struct {
-	conds, vals plugincel.ConditionEvaluator
+	conds, vals, msgs plugincel.ConditionEvaluator
+	validations       []admissionv1.Validation
 }
 
-// CompilePolicy compiles p's variables, match conditions and validations.
+// CompilePolicy compiles p's variables, match conditions, validations and their messages.
 func CompilePolicy(p *admissionv1.ValidatingAdmissionPolicy) (*CompiledPolicy, error) {
 	c, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
 	if err != nil {
@@ -220,31 +244,71 @@ func CompilePolicy(p *admissionv1.ValidatingAdmissionPolicy) (*CompiledPolicy, e
 	for i := range p.Spec.MatchConditions {
 		conds = append(conds, (*matchconditions.MatchCondition)(&p.Spec.MatchConditions[i]))
 	}
-	var vals []plugincel.ExpressionAccessor
+	var vals, msgs []plugincel.ExpressionAccessor
 	for _, v := range p.Spec.Validations {
 		vals = append(vals, &validationCondition{expression: v.Expression})
+		// As the API server: a validation without a messageExpression has an empty one.
+		msgs = append(msgs, &messageExpressionCondition{messageExpression: v.MessageExpression})
 	}
-	out := &CompiledPolicy{}
+	out := &CompiledPolicy{validations: p.Spec.Validations}
 	if len(conds) > 0 {
 		out.conds = c.CompileCondition(conds, opts, environment.StoredExpressions)
 	}
 	if len(vals) > 0 {
 		out.vals = c.CompileCondition(vals, opts, environment.StoredExpressions)
+		mopts := opts
+		mopts.HasAuthorizer = false
+		out.msgs = c.CompileCondition(msgs, mopts, environment.StoredExpressions)
 	}
 	return out, nil
 }
 
 // Judge is the package-level Judge with the policy compiled.
 func (c *CompiledPolicy) Judge(params *unstructured.Unstructured, obj *unstructured.Unstructured, ns *corev1.Namespace) (Judgement, error) {
+	return c.JudgeRequest(Request{Object: obj, Params: params, Namespace: ns})
+}
+
+// JudgeRequest judges one admission request as the API server does.
+func (c *CompiledPolicy) JudgeRequest(r Request) (Judgement, error) {
 	j := Judgement{Budget: celconfig.RuntimeCELCostBudget}
 	bindings := plugincel.OptionalVariableBindings{}
-	if params != nil {
-		bindings.VersionedParams = params
+	if r.Params != nil {
+		bindings.VersionedParams = r.Params
 	}
-	gvk := obj.GroupVersionKind()
-	gvr := schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: "pods"}
-	attr := admission.NewAttributesRecord(obj, nil, gvk, obj.GetNamespace(), obj.GetName(), gvr, "", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "judge"})
-	va := &admission.VersionedAttributes{Attributes: attr, VersionedKind: gvk, VersionedObject: admission.NewLazyObject(obj)}
+	op, resource, who := r.Operation, r.Resource, r.User
+	if op == "" {
+		op = admission.Create
+	}
+	if resource == "" {
+		resource = "pods"
+	}
+	if who == nil {
+		who = &user.DefaultInfo{Name: "judge"}
+	}
+	// The API server gives CEL a nil object on DELETE and a nil oldObject on CREATE, as
+	// typed nils the conversion reads as null.
+	described := r.Object
+	if described == nil {
+		described = r.OldObject
+	}
+	var obj, old runtime.Object
+	if r.Object != nil {
+		obj = r.Object
+	}
+	if r.OldObject != nil {
+		old = r.OldObject
+	}
+	gvk := described.GroupVersionKind()
+	gvr := schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: resource}
+	var options runtime.Object = &metav1.CreateOptions{}
+	switch op {
+	case admission.Update:
+		options = &metav1.UpdateOptions{}
+	case admission.Delete:
+		options = &metav1.DeleteOptions{}
+	}
+	attr := admission.NewAttributesRecord(obj, old, gvk, described.GetNamespace(), described.GetName(), gvr, "", op, options, false, who)
+	va := &admission.VersionedAttributes{Attributes: attr, VersionedKind: gvk, VersionedObject: admission.NewLazyObject(obj), VersionedOldObject: admission.NewLazyObject(old)}
 	req := plugincel.CreateAdmissionRequest(attr, metav1.GroupVersionResource(gvr), metav1.GroupVersionKind(gvk))
 	remaining := j.Budget
 	for _, group := range []struct {
@@ -256,7 +320,7 @@ func (c *CompiledPolicy) Judge(params *unstructured.Unstructured, obj *unstructu
 		}
 		// As the API server: match conditions see no namespaceObject and have a budget of
 		// their own.
-		namespace, budget := ns, remaining
+		namespace, budget := r.Namespace, remaining
 		if group.match {
 			namespace, budget = nil, celconfig.RuntimeCELCostBudgetMatchConditions
 		}
@@ -270,12 +334,14 @@ func (c *CompiledPolicy) Judge(params *unstructured.Unstructured, obj *unstructu
 			return j, err
 		}
 		ok := true
-		for _, r := range results {
-			if r.Error != nil {
-				return j, r.Error
+		var failed []int
+		for i, res := range results {
+			if res.Error != nil {
+				return j, res.Error
 			}
-			if b, isBool := r.EvalResult.Value().(bool); !isBool || !b {
+			if b, isBool := res.EvalResult.Value().(bool); !isBool || !b {
 				ok = false
+				failed = append(failed, i)
 			}
 		}
 		if group.match {
@@ -283,11 +349,38 @@ func (c *CompiledPolicy) Judge(params *unstructured.Unstructured, obj *unstructu
 			if !ok {
 				return j, nil
 			}
-		} else {
-			j.Allowed = ok
+			continue
+		}
+		j.Allowed = ok
+		if len(failed) > 0 {
+			msgs, left, err := c.msgs.ForInput(context.Background(), va, req, bindings, r.Namespace, remaining)
+			j.Cost += remaining - left
+			if err != nil {
+				return j, err
+			}
+			for _, i := range failed {
+				j.Refusals = append(j.Refusals, c.message(i, msgs))
+			}
 		}
 	}
 	return j, nil
+}
+
+// message is validation i's refusal as the API server words it: its messageExpression's
+// value, else its message, else the expression.
+func (c *CompiledPolicy) message(i int, msgs []plugincel.EvaluationResult) string {
+	v := c.validations[i]
+	if i < len(msgs) && msgs[i].Error == nil && msgs[i].EvalResult != nil {
+		if s, ok := msgs[i].EvalResult.Value().(string); ok {
+			if s = strings.TrimSpace(s); s != "" && len(s) <= celconfig.MaxEvaluatedMessageExpressionSizeBytes && !strings.Contains(s, "\n") {
+				return s
+			}
+		}
+	}
+	if m := strings.TrimSpace(v.Message); m != "" {
+		return m
+	}
+	return "failed expression: " + strings.TrimSpace(v.Expression)
 }
 
 func convertVariables(vars []admissionv1.Variable) []plugincel.NamedExpressionAccessor {

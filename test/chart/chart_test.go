@@ -213,9 +213,9 @@ func TestRenderedObjectsAreAcceptedAndLockedDown(t *testing.T) {
 					t.Errorf("a pod of %s is refused in a namespace enforcing the restricted Pod Security profile: %v", o.Where(), err)
 				}
 			}
-			want := map[string]int{"CustomResourceDefinition": 3, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
+			want := map[string]int{"CustomResourceDefinition": 3, "ServiceAccount": 1, "ClusterRole": 3, "ClusterRoleBinding": 1,
 				"Role": 2, "RoleBinding": 2, "Deployment": 1, "PodDisruptionBudget": 1, "Service": 1,
-				"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1}
+				"ValidatingAdmissionPolicy": 3, "ValidatingAdmissionPolicyBinding": 3}
 			if name == "custom" {
 				want["ServiceMonitor"], want["CronJob"], want["ConfigMap"] = 1, 1, 1
 				want["ServiceAccount"], want["Role"], want["RoleBinding"] = 2, 3, 3

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/scheme"
 )
@@ -110,7 +111,7 @@ func Start(opts ...Option) (*Env, error) {
 // (render.AdmissionPolicies), after the CRDs as helm does; the MutatingAdmissionPolicy and
 // its binding only where the API server serves them.
 func InstallAdmissionPolicies(c client.Client) error {
-	for _, obj := range render.AdmissionPolicies() {
+	for _, obj := range render.AdmissionPolicies(render.DefaultOwnership) {
 		if err := c.Create(context.Background(), obj); err != nil {
 			if meta.IsNoMatchError(err) {
 				continue
@@ -121,8 +122,8 @@ func InstallAdmissionPolicies(c client.Client) error {
 	return nil
 }
 
-// awaitAdmissionPolicies returns once the access policy no longer stands in the way of a
-// plain pod: until the API server's informer of the parameter kind has synced, the policy
+// awaitAdmissionPolicies returns once the access and guardrail policies no longer stand in
+// the way of a plain pod and a plain class: until the API server's informer of the parameter kind has synced, the policy
 // (failurePolicy Fail) refuses every pod and workload, which a suite starting at once
 // would meet as a flake.
 func awaitAdmissionPolicies(c client.Client) error {
@@ -130,14 +131,21 @@ func awaitAdmissionPolicies(c client.Client) error {
 		ObjectMeta: metav1.ObjectMeta{Name: "poolsmith-policy-probe", Namespace: metav1.NamespaceDefault},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: "registry.k8s.io/pause:3.10"}}},
 	}
+	// The guardrail policy (failurePolicy Fail) refuses every class until its Baseline
+	// informer has synced.
+	class := &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: "poolsmith-policy-probe"}}
 	var err error
 	for deadline := time.Now().Add(policySyncTimeout); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		err = c.Create(context.Background(), probe.DeepCopy(), client.DryRunAll)
-		if err == nil || !strings.Contains(err.Error(), render.AccessPolicyName) {
+		if err != nil && strings.Contains(err.Error(), render.AccessPolicyName) {
+			continue
+		}
+		err = c.Create(context.Background(), class.DeepCopy(), client.DryRunAll)
+		if err == nil || !strings.Contains(err.Error(), render.GuardrailsPolicyName) {
 			return nil
 		}
 	}
-	return fmt.Errorf("the access policy still refused a plain pod %s after it was installed: %w", policySyncTimeout, err)
+	return fmt.Errorf("the admission policies still refused a plain pod or class %s after they were installed: %w", policySyncTimeout, err)
 }
 
 // policySyncTimeout bounds the wait for the API server to enforce the installed policies.
