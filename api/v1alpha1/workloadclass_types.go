@@ -657,6 +657,10 @@ type WorkloadClassStatus struct {
 	// rebalance reports moves of nodes back up the ladder (spec.rebalance).
 	// +optional
 	Rebalance *RebalanceStatus `json:"rebalance,omitempty"`
+
+	// cost is what the class's nodes cost now, by rung and capacity type; see CostStatus.
+	// +optional
+	Cost *CostStatus `json:"cost,omitempty"`
 }
 
 // WorkloadClass declares what one kind of workload needs. Poolsmith renders it, on top of
@@ -670,6 +674,7 @@ type WorkloadClassStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Profile",type=string,JSONPath=`.status.profile`
 // +kubebuilder:printcolumn:name="Pools",type=integer,JSONPath=`.status.poolCount`
+// +kubebuilder:printcolumn:name="Cost/h",type=string,JSONPath=`.status.cost.perHour`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type WorkloadClass struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -1,0 +1,75 @@
+package observe
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/cost"
+)
+
+// Cost gathers what internal/cost prices a class from: its NodePools and NodeClaims
+// (Cached), and what the pods on each launched node request, listed by node from Direct
+// (pods are not cached, so the manager's memory does not grow with them): one list per
+// node of the class.
+func (c Cluster) Cost(ctx context.Context, wc *v1alpha1.WorkloadClass, cat *catalog.Catalog, region string) (cost.Input, error) {
+	in := cost.Input{Catalog: cat, Region: region}
+	pools := &karpv1.NodePoolList{}
+	if err := c.Cached.List(ctx, pools, client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue, v1alpha1.LabelClass: wc.Name}); err != nil {
+		return in, fmt.Errorf("listing NodePools of WorkloadClass %s: %w", wc.Name, err)
+	}
+	for _, np := range controlledBy(pools.Items, wc) {
+		weight := int32(0)
+		if np.Spec.Weight != nil {
+			weight = *np.Spec.Weight
+		}
+		in.Rungs = append(in.Rungs, cost.Rung{Name: np.Name, Weight: weight, Requirements: np.Spec.Template.Spec.Requirements,
+			Retiring: metav1.HasAnnotation(np.ObjectMeta, v1alpha1.AnnotationRetired) || !np.DeletionTimestamp.IsZero()})
+	}
+	claims, err := c.NodeClaims(ctx, wc.Name)
+	if err != nil {
+		return in, err
+	}
+	for _, list := range claims {
+		for _, nc := range list {
+			n := cost.Node{NodeClaim: nc.Name, Rung: nc.Labels[karpv1.NodePoolLabelKey], InstanceType: nc.Labels[corev1.LabelInstanceTypeStable],
+				Zone: nc.Labels[corev1.LabelTopologyZone], CapacityType: nc.Labels[karpv1.CapacityTypeLabelKey], Allocatable: nc.Status.Allocatable}
+			if n.InstanceType != "" && nc.Status.NodeName != "" {
+				if n.Requested, err = c.requested(ctx, nc.Status.NodeName); err != nil {
+					return in, err
+				}
+			}
+			in.Nodes = append(in.Nodes, n)
+		}
+	}
+	return in, nil
+}
+
+// requested sums the requests of the pods running on a node (Succeeded and Failed pods
+// hold nothing).
+func (c Cluster) requested(ctx context.Context, node string) (corev1.ResourceList, error) {
+	pods := &corev1.PodList{}
+	if err := c.Direct.List(ctx, pods, client.MatchingFields{"spec.nodeName": node}); err != nil {
+		return nil, fmt.Errorf("listing pods on node %s: %w", node, err)
+	}
+	total := corev1.ResourceList{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+			sum := total[name]
+			sum.Add(q)
+			total[name] = sum
+		}
+	}
+	return total, nil
+}
