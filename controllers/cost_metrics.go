@@ -26,7 +26,24 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(classCost, classFallbackPremium, classIdleCost)
+	metrics.Registry.MustRegister(classCost, classFallbackPremium, classIdleCost, budgetExceeded)
+}
+
+var budgetExceeded = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "poolsmith_class_budget_exceeded",
+	Help: "1 while a WorkloadClass costs its spec.budget or more (its BudgetExceeded condition is True), 0 under it; no series without a budget.",
+}, []string{"class"})
+
+// recordBudget sets the class's budget gauge; over nil removes it (no budget).
+func recordBudget(class string, over *bool) {
+	switch {
+	case over == nil:
+		budgetExceeded.DeleteLabelValues(class)
+	case *over:
+		budgetExceeded.WithLabelValues(class).Set(1)
+	default:
+		budgetExceeded.WithLabelValues(class).Set(0)
+	}
 }
 
 // recordCost replaces the class's cost series with the breakdown's.

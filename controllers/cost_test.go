@@ -129,4 +129,65 @@ var _ = Describe("Cost controller", func() {
 		_, present := gauge("poolsmith_class_cost_per_hour", map[string]string{"class": "cost"})
 		Expect(present).To(BeFalse())
 	})
+
+	It("holds every rung at its usage while the class costs its budget, says so, and lifts the hold under it", func() {
+		cat, err := catalog.Load()
+		Expect(err).NotTo(HaveOccurred())
+		m5 := cat.Prices[catalog.DefaultRegion]["m5.large"]
+		create(newBaseline("budget"), newClass("budget", "budget", func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.Weighting = &v1alpha1.Weighting{Strategy: v1alpha1.WeightingStatic}
+			// Below one on-demand m5.large.
+			wc.Spec.Budget = &v1alpha1.Budget{PerHour: cost.Money(m5.OnDemand / 2)}
+		}))
+		waitSynced("budget")
+		Expect(condition("budget", v1alpha1.ConditionBudgetExceeded)()).To(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonUnderBudget))
+		held := corev1.ResourceList{corev1.ResourceCPU: resourceQuantity("2"), corev1.ResourceMemory: resourceQuantity("8Gi")}
+		np := get(&karpv1.NodePool{}, "budget-on-demand-amd64")
+		np.Status.Resources = held
+		Expect(env.Client.Status().Update(ctx, np)).To(Succeed())
+		limits := func(name string) func() karpv1.Limits {
+			return func() karpv1.Limits { return get(&karpv1.NodePool{}, name).Spec.Limits }
+		}
+		Expect(limits("budget-spot-amd64")()).To(BeEmpty(), "no class limit, no budget reached: no limits")
+
+		By("a launched on-demand m5.large reaches the budget: every rung is held at its usage")
+		nc := newNodeClaim("budget", "budget-on-demand-amd64")
+		nc.Labels[corev1.LabelInstanceTypeStable] = "m5.large"
+		nc.Labels[karpv1.CapacityTypeLabelKey] = karpv1.CapacityTypeOnDemand
+		create(nc)
+		DeferCleanup(func() {
+			for _, o := range []client.Object{nc, &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: "budget"}}} {
+				Expect(client.IgnoreNotFound(env.Client.Delete(ctx, o))).To(Succeed())
+			}
+		})
+		Eventually(condition("budget", v1alpha1.ConditionBudgetExceeded)).Should(And(haveCondition(metav1.ConditionTrue, v1alpha1.ReasonBudgetHeld),
+			HaveField("Message", ContainSubstring("cost $"+cost.Money(m5.OnDemand)+"/h, its budget is $"+cost.Money(m5.OnDemand/2)+"/h"))))
+		Eventually(limits("budget-on-demand-amd64")).Should(Equal(karpv1.Limits(held)))
+		Expect(limits("budget-spot-amd64")()).To(Equal(karpv1.Limits{corev1.ResourceCPU: resourceQuantity("0"), corev1.ResourceMemory: resourceQuantity("0")}))
+		Expect(gauge("poolsmith_class_budget_exceeded", map[string]string{"class": "budget"})).To(Equal(1.0))
+		Eventually(classEvents("budget", v1alpha1.ConditionBudgetExceeded)).Should(Equal(1))
+
+		By("mode Warn reports the same cost and holds nothing")
+		wc := get(&v1alpha1.WorkloadClass{}, "budget")
+		wc.Spec.Budget.Mode = v1alpha1.BudgetWarn
+		updateClass(wc)
+		Eventually(condition("budget", v1alpha1.ConditionBudgetExceeded)).Should(haveCondition(metav1.ConditionTrue, v1alpha1.ReasonBudgetWarned))
+		Eventually(limits("budget-spot-amd64")).Should(BeEmpty())
+
+		By("a budget above the cost lifts the hold")
+		wc = get(&v1alpha1.WorkloadClass{}, "budget")
+		wc.Spec.Budget = &v1alpha1.Budget{PerHour: cost.Money(m5.OnDemand * 2)}
+		updateClass(wc)
+		Eventually(condition("budget", v1alpha1.ConditionBudgetExceeded)).Should(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonUnderBudget))
+		Expect(limits("budget-on-demand-amd64")()).To(BeEmpty())
+		Expect(gauge("poolsmith_class_budget_exceeded", map[string]string{"class": "budget"})).To(Equal(0.0))
+
+		By("without a budget the condition and the series are gone")
+		wc = get(&v1alpha1.WorkloadClass{}, "budget")
+		wc.Spec.Budget = nil
+		updateClass(wc)
+		Eventually(condition("budget", v1alpha1.ConditionBudgetExceeded)).Should(BeNil())
+		_, present := gauge("poolsmith_class_budget_exceeded", map[string]string{"class": "budget"})
+		Expect(present).To(BeFalse())
+	})
 })

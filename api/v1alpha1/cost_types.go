@@ -71,3 +71,33 @@ type RungCost struct {
 	// +optional
 	PriceSources string `json:"priceSources,omitempty"`
 }
+
+// BudgetMode says what reaching a budget does.
+// +kubebuilder:validation:Enum=Enforce;Warn
+type BudgetMode string
+
+const (
+	// BudgetEnforce holds the class's rungs at what they use when it reaches its budget,
+	// so Karpenter launches nothing more for it (the default).
+	BudgetEnforce BudgetMode = "Enforce"
+	// BudgetWarn only reports it: the BudgetExceeded condition, an event and the metric.
+	BudgetWarn BudgetMode = "Warn"
+)
+
+// Budget caps what a class may cost per hour. When status.cost reaches perHour, each
+// rung's limits are frozen at its NodePool's status.resources, so Karpenter launches no
+// new node for the class (nor a replacement first: drift and replace-consolidation
+// wait), and rebalance moves are suspended; BudgetExceeded says so. The hold is lifted
+// once the class costs less again. See docs/cost.md for the overshoot bounds.
+type Budget struct {
+	// perHour is the most the class may cost, US dollars per hour, e.g. "12.50": above 0,
+	// at most 4 decimals.
+	// +kubebuilder:validation:MaxLength=16
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('-')",message="must not be negative"
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('-') || self.matches('^[0-9]{1,7}([.][0-9]{1,4})?$')",message="must be US dollars per hour as a decimal number with at most 4 decimals, e.g. 12.50"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9.]+$') || self.matches('[1-9]')",message="must be above 0: a budget of 0 would hold every rung at what it uses; remove spec.budget for none"
+	PerHour string `json:"perHour"`
+	// mode is Enforce (the default: hold the rungs) or Warn (report only).
+	// +optional
+	Mode BudgetMode `json:"mode,omitempty"`
+}

@@ -208,6 +208,11 @@ type WorkloadClassSpec struct {
 	// +optional
 	Rebalance *Rebalance `json:"rebalance,omitempty"`
 
+	// budget caps what the class may cost per hour (status.cost.perHour): reaching it
+	// holds every rung at what it uses; see Budget and docs/cost.md.
+	// +optional
+	Budget *Budget `json:"budget,omitempty"`
+
 	// terminationGracePeriod is how long Karpenter waits for a node to drain before it
 	// terminates the node regardless, e.g. 2h. Overrides the Baseline and the profile.
 	// +kubebuilder:validation:Pattern=`^([0-9]+(s|m|h))+$`

@@ -30,6 +30,8 @@ type Node struct {
 	// InstanceType, Zone and CapacityType are the labels Karpenter sets at launch; the
 	// type is empty until then.
 	InstanceType, Zone, CapacityType string
+	// NodeName is its node's name, once it registered.
+	NodeName string
 	// Allocatable is the NodeClaim's status.allocatable; the catalog's vCPUs and memory
 	// stand in while it is empty.
 	Allocatable corev1.ResourceList

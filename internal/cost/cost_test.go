@@ -184,3 +184,24 @@ func TestNextWritesOnlyWhatChanged(t *testing.T) {
 		t.Fatal("a changed cost was not written at once")
 	}
 }
+
+func TestJudge(t *testing.T) {
+	if Judge(nil, 5) != nil {
+		t.Fatal("no budget, no verdict")
+	}
+	for _, c := range []struct {
+		budget     v1alpha1.Budget
+		perHour    float64
+		over, hold bool
+	}{
+		{v1alpha1.Budget{PerHour: "1.00"}, 0.99994, false, false},
+		{v1alpha1.Budget{PerHour: "1.00"}, 0.99995, true, true}, // rounded as status shows it: 1.0000
+		{v1alpha1.Budget{PerHour: "1", Mode: v1alpha1.BudgetEnforce}, 3, true, true},
+		{v1alpha1.Budget{PerHour: "1", Mode: v1alpha1.BudgetWarn}, 3, true, false},
+	} {
+		v := Judge(&c.budget, c.perHour)
+		if v.Over != c.over || v.Hold != c.hold {
+			t.Errorf("budget %+v at %v: over %v hold %v, want %v %v", c.budget, c.perHour, v.Over, v.Hold, c.over, c.hold)
+		}
+	}
+}

@@ -20,12 +20,30 @@ import (
 // (pods are not cached, so the manager's memory does not grow with them): one list per
 // node of the class.
 func (c Cluster) Cost(ctx context.Context, wc *v1alpha1.WorkloadClass, cat *catalog.Catalog, region string) (cost.Input, error) {
-	in := cost.Input{Catalog: cat, Region: region}
 	pools := &karpv1.NodePoolList{}
 	if err := c.Cached.List(ctx, pools, client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue, v1alpha1.LabelClass: wc.Name}); err != nil {
-		return in, fmt.Errorf("listing NodePools of WorkloadClass %s: %w", wc.Name, err)
+		return cost.Input{}, fmt.Errorf("listing NodePools of WorkloadClass %s: %w", wc.Name, err)
 	}
-	for _, np := range controlledBy(pools.Items, wc) {
+	claims, err := c.NodeClaims(ctx, wc.Name)
+	if err != nil {
+		return cost.Input{}, err
+	}
+	in := costInput(controlledBy(pools.Items, wc), claims, cat, region)
+	for i, n := range in.Nodes {
+		if n.InstanceType != "" && n.NodeName != "" {
+			if in.Nodes[i].Requested, err = c.requested(ctx, n.NodeName); err != nil {
+				return in, err
+			}
+		}
+	}
+	return in, nil
+}
+
+// costInput is what the cost is computed from, of the class's NodePools and NodeClaims
+// (pod requests are the caller's to add).
+func costInput(pools map[string]*karpv1.NodePool, claims map[string][]*karpv1.NodeClaim, cat *catalog.Catalog, region string) cost.Input {
+	in := cost.Input{Catalog: cat, Region: region}
+	for _, np := range pools {
 		weight := int32(0)
 		if np.Spec.Weight != nil {
 			weight = *np.Spec.Weight
@@ -33,23 +51,14 @@ func (c Cluster) Cost(ctx context.Context, wc *v1alpha1.WorkloadClass, cat *cata
 		in.Rungs = append(in.Rungs, cost.Rung{Name: np.Name, Weight: weight, Requirements: np.Spec.Template.Spec.Requirements,
 			Retiring: metav1.HasAnnotation(np.ObjectMeta, v1alpha1.AnnotationRetired) || !np.DeletionTimestamp.IsZero()})
 	}
-	claims, err := c.NodeClaims(ctx, wc.Name)
-	if err != nil {
-		return in, err
-	}
 	for _, list := range claims {
 		for _, nc := range list {
-			n := cost.Node{NodeClaim: nc.Name, Rung: nc.Labels[karpv1.NodePoolLabelKey], InstanceType: nc.Labels[corev1.LabelInstanceTypeStable],
-				Zone: nc.Labels[corev1.LabelTopologyZone], CapacityType: nc.Labels[karpv1.CapacityTypeLabelKey], Allocatable: nc.Status.Allocatable}
-			if n.InstanceType != "" && nc.Status.NodeName != "" {
-				if n.Requested, err = c.requested(ctx, nc.Status.NodeName); err != nil {
-					return in, err
-				}
-			}
-			in.Nodes = append(in.Nodes, n)
+			in.Nodes = append(in.Nodes, cost.Node{NodeClaim: nc.Name, Rung: nc.Labels[karpv1.NodePoolLabelKey], InstanceType: nc.Labels[corev1.LabelInstanceTypeStable],
+				Zone: nc.Labels[corev1.LabelTopologyZone], CapacityType: nc.Labels[karpv1.CapacityTypeLabelKey], NodeName: nc.Status.NodeName,
+				Allocatable: nc.Status.Allocatable})
 		}
 	}
-	return in, nil
+	return in
 }
 
 // requested sums the requests of the pods running on a node (Succeeded and Failed pods

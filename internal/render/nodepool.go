@@ -71,7 +71,11 @@ func (r *renderer) nodePool(t *template, rung Rung) (*karpv1.NodePool, origins) 
 	o.set("metadata", OriginComputed("class"))
 	o.set("metadata.name", ladderOrigin)
 	o.set("spec.weight", OriginComputed("weight("+rung.WeightReason+")"))
-	o.set("spec.limits", OriginComputed("class limit split across rungs"))
+	if r.opts.HoldAtUsage {
+		o.set("spec.limits", OriginComputed("budget hold: the rung's status.resources"))
+	} else {
+		o.set("spec.limits", OriginComputed("class limit split across rungs"))
+	}
 	o.set(tmplPath+".spec.nodeClassRef", OriginComputed("class"))
 	return np, o
 }
@@ -129,6 +133,9 @@ func shorter(a, b string) bool {
 // rungLimits splits the class-wide limit: each rung may use the class limit minus what
 // the other rungs use now, never below zero.
 func (r *renderer) rungLimits(rung string) karpv1.Limits {
+	if r.opts.HoldAtUsage {
+		return r.heldLimits(rung)
+	}
 	if len(r.class.Spec.Limits) == 0 {
 		return nil
 	}
@@ -147,6 +154,21 @@ func (r *renderer) rungLimits(rung string) karpv1.Limits {
 			remaining = resource.MustParse("0")
 		}
 		limits[name] = remaining
+	}
+	return limits
+}
+
+// heldLimits freeze a rung at what it uses: CPU, memory and every resource the class
+// limits, at the rung's status.resources (0 where it uses none), so no new node fits.
+func (r *renderer) heldLimits(rung string) karpv1.Limits {
+	limits := karpv1.Limits{corev1.ResourceCPU: resource.MustParse("0"), corev1.ResourceMemory: resource.MustParse("0")}
+	for name := range r.class.Spec.Limits {
+		limits[name] = resource.MustParse("0")
+	}
+	for name := range limits {
+		if used, ok := r.opts.Usage[rung][name]; ok {
+			limits[name] = used.DeepCopy()
+		}
 	}
 	return limits
 }
