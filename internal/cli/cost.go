@@ -10,8 +10,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
@@ -19,7 +22,9 @@ import (
 	"github.com/poolsmith/poolsmith/internal/cost"
 	"github.com/poolsmith/poolsmith/internal/observe"
 	"github.com/poolsmith/poolsmith/internal/operator"
+	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/signals"
+	"github.com/poolsmith/poolsmith/internal/simulate"
 )
 
 type costFlags struct {
@@ -165,4 +170,54 @@ func printCosts(w io.Writer, out []classCost) {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cc.Class, nodes, cc.Cost.PerHour, cc.Cost.FallbackPremiumPerHour, cc.Cost.IdlePerHour, budget, state, mtd, unpriced)
 	}
 	_ = tw.Flush()
+}
+
+// simulatedCosts prices each class's simulated NodeClaims as status.cost would once
+// Karpenter launched them: the rendered rungs, each NodeClaim's type, zone and capacity
+// type, and the requests of the workload's pods placed on it (DaemonSet pods are not
+// added, and the type's whole vCPUs and memory stand in for allocatable, so idle is a
+// little high). The month to date has no meaning for a preview.
+func simulatedCosts(classes []*v1alpha1.WorkloadClass, results []*render.Result, sim *simulate.Result, pods []*corev1.Pod, cat *catalog.Catalog, region string) []classCost {
+	requests := map[string]corev1.ResourceList{}
+	for _, p := range pods {
+		requests[p.Namespace+"/"+p.Name] = resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+	}
+	spec := map[string]*v1alpha1.WorkloadClass{}
+	for _, wc := range classes {
+		spec[wc.Name] = wc
+	}
+	var out []classCost
+	for _, res := range results {
+		in := cost.Input{Catalog: cat, Region: region}
+		rungs := map[string]bool{}
+		for _, np := range res.NodePools {
+			in.Rungs = append(in.Rungs, cost.Rung{Name: np.Name, Weight: ptr.Deref(np.Spec.Weight, 0), Requirements: np.Spec.Template.Spec.Requirements})
+			rungs[np.Name] = true
+		}
+		for i, nc := range sim.NodeClaims {
+			if !rungs[nc.NodePool] {
+				continue
+			}
+			n := cost.Node{NodeClaim: fmt.Sprintf("%s-%d", nc.NodePool, i), Rung: nc.NodePool, InstanceType: nc.InstanceType, Zone: nc.Zone,
+				CapacityType: nc.CapacityType, Requested: corev1.ResourceList{}}
+			for _, p := range nc.Pods {
+				for name, q := range requests[p] {
+					sum := n.Requested[name]
+					sum.Add(q)
+					n.Requested[name] = sum
+				}
+			}
+			in.Nodes = append(in.Nodes, n)
+		}
+		b := cost.Compute(in)
+		cc := classCost{Class: res.Class, Cost: b.Status(), Preferred: b.Preferred}
+		if wc := spec[res.Class]; wc != nil {
+			cc.Budget = wc.Spec.Budget
+			if v := cost.Judge(wc.Spec.Budget, b.PerHour); v != nil {
+				cc.BudgetExceeded = &v.Over
+			}
+		}
+		out = append(out, cc)
+	}
+	return out
 }

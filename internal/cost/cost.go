@@ -256,13 +256,16 @@ func pinnedCapacityType(reqs []karpv1.NodeSelectorRequirementWithMinValues) stri
 // IdleShare is the share of a node no pod requests: one minus the requested share of
 // the most requested of its CPU, memory and GPUs (a node is as full as its fullest
 // resource: no further pod fits once that one is taken). Without allocatable figures the
-// catalog's vCPUs and memory stand in.
+// catalog's vCPUs, memory and GPUs stand in.
 func IdleShare(allocatable, requested corev1.ResourceList, t *catalog.InstanceType) float64 {
 	alloc := allocatable
 	if alloc.Cpu().IsZero() && t != nil {
 		alloc = corev1.ResourceList{
 			corev1.ResourceCPU:    *resource.NewQuantity(int64(t.VCPU), resource.DecimalSI),
 			corev1.ResourceMemory: *resource.NewQuantity(t.MemoryMiB<<20, resource.BinarySI),
+		}
+		if t.GPUs > 0 {
+			alloc[ResourceGPU] = *resource.NewQuantity(int64(t.GPUs), resource.DecimalSI)
 		}
 	}
 	used := 0.0
