@@ -16,8 +16,15 @@ import (
 	"github.com/poolsmith/poolsmith/internal/cost"
 )
 
-// gauge reads one series of a cost gauge; ok is false when it is absent.
-func gauge(name string, labels map[string]string) (float64, bool) {
+// gauge reads one series of a gauge, failing when it is absent.
+func gauge(name string, labels map[string]string) float64 {
+	v, ok := series(name, labels)
+	ExpectWithOffset(1, ok).To(BeTrue(), "no series %s%v", name, labels)
+	return v
+}
+
+// series reads one series of a gauge; ok is false when it is absent.
+func series(name string, labels map[string]string) (float64, bool) {
 	families, err := metrics.Registry.Gather()
 	Expect(err).NotTo(HaveOccurred())
 	for _, f := range families {
@@ -51,12 +58,12 @@ var _ = Describe("Cost controller", func() {
 		waitSynced("cost")
 		cat, err := catalog.Load()
 		Expect(err).NotTo(HaveOccurred())
-		m5 := cat.Prices[catalog.DefaultRegion]["m5.large"]
-		Expect(m5.SpotAvg).To(BeNumerically(">", 0))
+		m7 := cat.Prices[catalog.DefaultRegion]["m7i.large"]
+		Expect(m7.SpotAvg).To(BeNumerically(">", 0))
 
 		launch := func(pool, capacityType, node string) *karpv1.NodeClaim {
 			nc := newNodeClaim("cost", pool)
-			nc.Labels[corev1.LabelInstanceTypeStable] = "m5.large"
+			nc.Labels[corev1.LabelInstanceTypeStable] = "m7i.large"
 			nc.Labels[karpv1.CapacityTypeLabelKey] = capacityType
 			nc.Labels[corev1.LabelTopologyZone] = "us-east-1a"
 			create(nc)
@@ -85,25 +92,25 @@ var _ = Describe("Cost controller", func() {
 		// The spot node's pod requests half its CPU; the on-demand NodeClaim has no node yet,
 		// so all of it is idle.
 		Eventually(costOf).Should(And(
-			HaveField("PerHour", cost.Money(m5.SpotAvg+m5.OnDemand)),
-			HaveField("FallbackPremiumPerHour", cost.Money(m5.OnDemand-m5.SpotAvg)),
-			HaveField("IdlePerHour", cost.Money(m5.SpotAvg*0.5+m5.OnDemand)),
+			HaveField("PerHour", cost.Money(m7.SpotAvg+m7.OnDemand)),
+			HaveField("FallbackPremiumPerHour", cost.Money(m7.OnDemand-m7.SpotAvg)),
+			HaveField("IdlePerHour", cost.Money(m7.SpotAvg*0.5+m7.OnDemand)),
 			HaveField("Unpriced", "not launched yet: "+pending.Name),
 			HaveField("Month", cost.Month(time.Now())),
 			HaveField("MonthToDate", "0.0000")))
 		source := cat.Source(catalog.SourceCatalog) + " (1)"
 		Expect(costOf().Rungs).To(Equal([]v1alpha1.RungCost{
-			{Rung: "cost-spot-amd64", CapacityType: "spot", Nodes: 1, PerHour: cost.Money(m5.SpotAvg), IdlePerHour: cost.Money(m5.SpotAvg * 0.5), PriceSources: source},
-			{Rung: "cost-on-demand-amd64", CapacityType: "on-demand", Nodes: 1, PerHour: cost.Money(m5.OnDemand), IdlePerHour: cost.Money(m5.OnDemand),
-				FallbackPremiumPerHour: cost.Money(m5.OnDemand - m5.SpotAvg), PriceSources: source},
+			{Rung: "cost-spot-amd64", CapacityType: "spot", Nodes: 1, PerHour: cost.Money(m7.SpotAvg), IdlePerHour: cost.Money(m7.SpotAvg * 0.5), PriceSources: source},
+			{Rung: "cost-on-demand-amd64", CapacityType: "on-demand", Nodes: 1, PerHour: cost.Money(m7.OnDemand), IdlePerHour: cost.Money(m7.OnDemand),
+				FallbackPremiumPerHour: cost.Money(m7.OnDemand - m7.SpotAvg), PriceSources: source},
 		}))
 
 		By("the three gauges carry the class, the rung and the capacity type")
 		od := map[string]string{"class": "cost", "rung": "cost-on-demand-amd64", "capacity_type": "on-demand"}
-		Expect(gauge("poolsmith_class_cost_per_hour", od)).To(BeNumerically("~", m5.OnDemand, 1e-9))
-		Expect(gauge("poolsmith_class_fallback_premium_per_hour", od)).To(BeNumerically("~", m5.OnDemand-m5.SpotAvg, 1e-9))
-		Expect(gauge("poolsmith_class_idle_cost_per_hour", map[string]string{"class": "cost", "rung": "cost-spot-amd64", "capacity_type": "spot"})).To(BeNumerically("~", m5.SpotAvg*0.5, 1e-9))
-		_, premiumOnPreferred := gauge("poolsmith_class_fallback_premium_per_hour", map[string]string{"class": "cost", "rung": "cost-spot-amd64"})
+		Expect(gauge("poolsmith_class_cost_per_hour", od)).To(BeNumerically("~", m7.OnDemand, 1e-9))
+		Expect(gauge("poolsmith_class_fallback_premium_per_hour", od)).To(BeNumerically("~", m7.OnDemand-m7.SpotAvg, 1e-9))
+		Expect(gauge("poolsmith_class_idle_cost_per_hour", map[string]string{"class": "cost", "rung": "cost-spot-amd64", "capacity_type": "spot"})).To(BeNumerically("~", m7.SpotAvg*0.5, 1e-9))
+		_, premiumOnPreferred := series("poolsmith_class_fallback_premium_per_hour", map[string]string{"class": "cost", "rung": "cost-spot-amd64"})
 		Expect(premiumOnPreferred).To(BeFalse(), "the preferred rung has no premium series")
 
 		By("the month to date is taken from status, so a restarted manager goes on from it")
@@ -119,25 +126,25 @@ var _ = Describe("Cost controller", func() {
 		// A NodeClaim event brings the class back before CostPeriod.
 		Expect(env.Client.Delete(ctx, pending)).To(Succeed())
 		Eventually(func() float64 { return cost.ParseMoney(costOf().MonthToDate) }).WithTimeout(30 * time.Second).Should(
-			BeNumerically("~", 5+(m5.SpotAvg+m5.OnDemand), (m5.SpotAvg+m5.OnDemand)/60))
+			BeNumerically("~", 5+(m7.SpotAvg+m7.OnDemand), (m7.SpotAvg+m7.OnDemand)/60))
 		Expect(costOf().Unpriced).To(BeEmpty())
 
 		By("NodeClaims gone, the class costs nothing and its series are removed")
 		Expect(env.Client.Delete(ctx, spot)).To(Succeed())
 		Expect(env.Client.Delete(ctx, onDemand)).To(Succeed())
 		Eventually(costOf).WithTimeout(30 * time.Second).Should(And(HaveField("PerHour", "0.0000"), HaveField("Rungs", BeEmpty())))
-		_, present := gauge("poolsmith_class_cost_per_hour", map[string]string{"class": "cost"})
+		_, present := series("poolsmith_class_cost_per_hour", map[string]string{"class": "cost"})
 		Expect(present).To(BeFalse())
 	})
 
 	It("holds every rung at its usage while the class costs its budget, says so, and lifts the hold under it", func() {
 		cat, err := catalog.Load()
 		Expect(err).NotTo(HaveOccurred())
-		m5 := cat.Prices[catalog.DefaultRegion]["m5.large"]
+		m7 := cat.Prices[catalog.DefaultRegion]["m7i.large"]
 		create(newBaseline("budget"), newClass("budget", "budget", func(wc *v1alpha1.WorkloadClass) {
 			wc.Spec.Weighting = &v1alpha1.Weighting{Strategy: v1alpha1.WeightingStatic}
-			// Below one on-demand m5.large.
-			wc.Spec.Budget = &v1alpha1.Budget{PerHour: cost.Money(m5.OnDemand / 2)}
+			// Below one on-demand m7i.large.
+			wc.Spec.Budget = &v1alpha1.Budget{PerHour: cost.Money(m7.OnDemand / 2)}
 		}))
 		waitSynced("budget")
 		Expect(condition("budget", v1alpha1.ConditionBudgetExceeded)()).To(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonUnderBudget))
@@ -150,9 +157,9 @@ var _ = Describe("Cost controller", func() {
 		}
 		Expect(limits("budget-spot-amd64")()).To(BeEmpty(), "no class limit, no budget reached: no limits")
 
-		By("a launched on-demand m5.large reaches the budget: every rung is held at its usage")
+		By("a launched on-demand m7i.large reaches the budget: every rung is held at its usage")
 		nc := newNodeClaim("budget", "budget-on-demand-amd64")
-		nc.Labels[corev1.LabelInstanceTypeStable] = "m5.large"
+		nc.Labels[corev1.LabelInstanceTypeStable] = "m7i.large"
 		nc.Labels[karpv1.CapacityTypeLabelKey] = karpv1.CapacityTypeOnDemand
 		create(nc)
 		DeferCleanup(func() {
@@ -161,7 +168,7 @@ var _ = Describe("Cost controller", func() {
 			}
 		})
 		Eventually(condition("budget", v1alpha1.ConditionBudgetExceeded)).Should(And(haveCondition(metav1.ConditionTrue, v1alpha1.ReasonBudgetHeld),
-			HaveField("Message", ContainSubstring("cost $"+cost.Money(m5.OnDemand)+"/h, its budget is $"+cost.Money(m5.OnDemand/2)+"/h"))))
+			HaveField("Message", ContainSubstring("cost $"+cost.Money(m7.OnDemand)+"/h, its budget is $"+cost.Money(m7.OnDemand/2)+"/h"))))
 		Eventually(limits("budget-on-demand-amd64")).Should(Equal(karpv1.Limits(held)))
 		Expect(limits("budget-spot-amd64")()).To(Equal(karpv1.Limits{corev1.ResourceCPU: resourceQuantity("0"), corev1.ResourceMemory: resourceQuantity("0")}))
 		Expect(gauge("poolsmith_class_budget_exceeded", map[string]string{"class": "budget"})).To(Equal(1.0))
@@ -176,7 +183,7 @@ var _ = Describe("Cost controller", func() {
 
 		By("a budget above the cost lifts the hold")
 		wc = get(&v1alpha1.WorkloadClass{}, "budget")
-		wc.Spec.Budget = &v1alpha1.Budget{PerHour: cost.Money(m5.OnDemand * 2)}
+		wc.Spec.Budget = &v1alpha1.Budget{PerHour: cost.Money(m7.OnDemand * 2)}
 		updateClass(wc)
 		Eventually(condition("budget", v1alpha1.ConditionBudgetExceeded)).Should(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonUnderBudget))
 		Expect(limits("budget-on-demand-amd64")()).To(BeEmpty())
@@ -187,7 +194,7 @@ var _ = Describe("Cost controller", func() {
 		wc.Spec.Budget = nil
 		updateClass(wc)
 		Eventually(condition("budget", v1alpha1.ConditionBudgetExceeded)).Should(BeNil())
-		_, present := gauge("poolsmith_class_budget_exceeded", map[string]string{"class": "budget"})
+		_, present := series("poolsmith_class_budget_exceeded", map[string]string{"class": "budget"})
 		Expect(present).To(BeFalse())
 	})
 })
