@@ -77,6 +77,8 @@ type WorkloadClassReconciler struct {
 	written sync.Map
 	// memo spares re-comparing children that matched the same render before.
 	memo plan.Memo
+	// budgetOver is, by class name, whether the last BudgetExceeded announced was True.
+	budgetOver sync.Map
 }
 
 // writtenClass is a class as the API server returned it after this manager wrote it, and
@@ -130,6 +132,7 @@ func (r *WorkloadClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		if apierrors.IsNotFound(err) {
 			forgetClass(req.Name)
 			r.memo.Forget(req.Name)
+			r.budgetOver.Delete(req.Name)
 			r.written.Range(func(uid, w any) bool {
 				if w.(*writtenClass).obj.Name == req.Name {
 					r.written.Delete(uid)

@@ -226,7 +226,12 @@ func defaultsFor(namespaces []string) string {
 // goes with it: one Warning event per distinct Synced failure, not one on every retry or
 // conflict requeue, and the rung gauge.
 func (r *WorkloadClassReconciler) report(wc *v1alpha1.WorkloadClass, o outcome, err error) {
+	// The class this pass read may trail the last pass's write (another controller wrote
+	// status in between): the verdict last announced is remembered, so it is announced once.
 	wasOver := meta.IsStatusConditionTrue(wc.Status.Conditions, v1alpha1.ConditionBudgetExceeded)
+	if last, ok := r.budgetOver.Load(wc.Name); ok {
+		wasOver = last.(bool)
+	}
 	if setStatus(wc, o, err) {
 		r.event(wc, nil, "Warning", o.Failure.Reason, "Reconcile", "%s", o.Failure.Message)
 	}
@@ -239,8 +244,10 @@ func (r *WorkloadClassReconciler) report(wc *v1alpha1.WorkloadClass, o outcome, 
 			r.event(wc, nil, "Normal", v1alpha1.ReasonUnderBudget, "Budget", "%s", c.Message)
 		}
 		recordBudget(wc.Name, &over)
+		r.budgetOver.Store(wc.Name, over)
 	} else {
 		recordBudget(wc.Name, nil)
+		r.budgetOver.Delete(wc.Name)
 	}
 	if o.Ladder && o.Rendered != nil {
 		rungs.WithLabelValues(wc.Name).Set(float64(len(o.Rendered.NodePools)))
