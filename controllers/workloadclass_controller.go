@@ -343,9 +343,9 @@ func (r *WorkloadClassReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A retired rung is deleted once its last NodeClaim is gone (that deletion changes
 		// nothing on the NodePool when its status.nodes already read 0), and status counts
 		// each rung's NodeClaims.
+		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(classOfNodeClaim), builder.WithPredicates(createsAndDeletes)).
 		// A class with a budget is also priced again when one of its NodeClaims launches
 		// (Karpenter sets its instance type): that is when it starts to cost.
-		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(classOfNodeClaim), builder.WithPredicates(createsAndDeletes)).
 		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(r.budgetedClassOfNodeClaim), builder.WithPredicates(launches)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)

@@ -222,7 +222,7 @@ func (c Cluster) Plan(ctx context.Context, in render.Inputs) (*Outcome, error) {
 	}
 	in.Options.Usage = live.Usage()
 	in.Options.Capabilities = c.Capabilities
-	budget := c.judgeBudget(in, live)
+	budget := judgeBudget(in, live)
 	in.Options.HoldAtUsage = budget != nil && budget.Hold
 	res, err := in.Render()
 	if err != nil {
@@ -272,7 +272,7 @@ func (c Cluster) Plan(ctx context.Context, in render.Inputs) (*Outcome, error) {
 
 // judgeBudget prices the class's NodeClaims (without pod requests: the idle part plays no
 // part) with the catalog the render uses, against its spec.budget; nil without one.
-func (c Cluster) judgeBudget(in render.Inputs, live plan.Children) *cost.Verdict {
+func judgeBudget(in render.Inputs, live plan.Children) *cost.Verdict {
 	if in.Class.Spec.Budget == nil {
 		return nil
 	}
