@@ -19,6 +19,10 @@ var (
 		Name: "poolsmith_class_fallback_premium_per_hour",
 		Help: "What a WorkloadClass's NodeClaims on rungs below its preferred one cost above the same capacity on the preferred rung, US dollars per hour.",
 	}, []string{"class", "rung", "capacity_type"})
+	classNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "poolsmith_class_nodes",
+		Help: "A WorkloadClass's priced (launched) NodeClaims, by rung and capacity type: the ladder's occupancy.",
+	}, []string{"class", "rung", "capacity_type"})
 	classIdleCost = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "poolsmith_class_idle_cost_per_hour",
 		Help: "The part of a WorkloadClass's cost paid for allocatable capacity no pod requests, US dollars per hour.",
@@ -26,7 +30,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(classCost, classFallbackPremium, classIdleCost, budgetExceeded)
+	metrics.Registry.MustRegister(classCost, classFallbackPremium, classIdleCost, classNodes, budgetExceeded)
 }
 
 var budgetExceeded = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -51,6 +55,7 @@ func recordCost(class string, b cost.Breakdown) {
 	forgetCost(class)
 	for _, r := range b.Rungs {
 		classCost.WithLabelValues(class, r.Rung, r.CapacityType).Set(r.PerHour)
+		classNodes.WithLabelValues(class, r.Rung, r.CapacityType).Set(float64(r.Nodes))
 		classIdleCost.WithLabelValues(class, r.Rung, r.CapacityType).Set(r.Idle)
 		if r.Fallback {
 			classFallbackPremium.WithLabelValues(class, r.Rung, r.CapacityType).Set(r.Premium)
@@ -59,7 +64,7 @@ func recordCost(class string, b cost.Breakdown) {
 }
 
 func forgetCost(class string) {
-	for _, v := range []*prometheus.GaugeVec{classCost, classFallbackPremium, classIdleCost} {
+	for _, v := range []*prometheus.GaugeVec{classCost, classFallbackPremium, classIdleCost, classNodes} {
 		v.DeletePartialMatch(prometheus.Labels{"class": class})
 	}
 }

@@ -108,9 +108,10 @@ var _ = Describe("Cost controller", func() {
 				FallbackPremiumPerHour: cost.Money(m7.OnDemand - m7.SpotAvg), PriceSources: source},
 		}))
 
-		By("the three gauges carry the class, the rung and the capacity type")
+		By("the gauges carry the class, the rung and the capacity type")
 		od := map[string]string{"class": "cost", "rung": "cost-on-demand-amd64", "capacity_type": "on-demand"}
 		Expect(gauge("poolsmith_class_cost_per_hour", od)).To(BeNumerically("~", m7.OnDemand, 1e-9))
+		Expect(gauge("poolsmith_class_nodes", od)).To(Equal(1.0))
 		Expect(gauge("poolsmith_class_fallback_premium_per_hour", od)).To(BeNumerically("~", m7.OnDemand-m7.SpotAvg, 1e-9))
 		Expect(gauge("poolsmith_class_idle_cost_per_hour", map[string]string{"class": "cost", "rung": "cost-spot-amd64", "capacity_type": "spot"})).To(BeNumerically("~", m7.SpotAvg*0.5, 1e-9))
 		_, premiumOnPreferred := series("poolsmith_class_fallback_premium_per_hour", map[string]string{"class": "cost", "rung": "cost-spot-amd64"})
