@@ -94,5 +94,6 @@ func countError(wc *v1alpha1.WorkloadClass, err error) {
 func forgetClass(class string) {
 	classCondition.DeletePartialMatch(prometheus.Labels{"class": class})
 	rungs.DeleteLabelValues(class)
+	budgetExceeded.DeleteLabelValues(class)
 	setNotSynced(class, "")
 }

@@ -12,6 +12,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/events"
@@ -119,7 +120,8 @@ func (r *RebalanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		rebalanceMoves.WithLabelValues(wc.Name, rebalanceOutcome(o.Reason)).Inc()
 	}
 	unmark := pass.Unmark
-	if settings.Policy != v1alpha1.RebalancePreferred {
+	// Off, or held at the budget (no replacement could launch): no move stays under way.
+	if settings.Policy != v1alpha1.RebalancePreferred || heldAtBudget(wc) {
 		st.Moving = nil
 		for _, nc := range claims {
 			if rebalance.IsMarked(nc) && nc.DeletionTimestamp.IsZero() {
@@ -137,7 +139,13 @@ func (r *RebalanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if err := r.cancelBlocked(ctx, wc, &st, claims); err != nil {
 			return ctrl.Result{}, err
 		}
-		if pass.Slots > 0 && len(pass.Candidates) > 0 {
+		switch {
+		case heldAtBudget(wc):
+			// The rungs' limits are held at their usage: a move's replacement could not launch.
+			if len(pass.Candidates) > 0 {
+				st.Message = "moves are suspended while the class is held at its budget (BudgetExceeded): no replacement could launch"
+			}
+		case pass.Slots > 0 && len(pass.Candidates) > 0:
 			if err := r.start(ctx, wc, settings, &st, pass, claims, rungs); err != nil {
 				return ctrl.Result{}, err
 			}
@@ -148,6 +156,12 @@ func (r *RebalanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: pass.RequeueAfter}, nil
+}
+
+// heldAtBudget: the WorkloadClass controller holds the class's rungs at their usage.
+func heldAtBudget(wc *v1alpha1.WorkloadClass) bool {
+	c := meta.FindStatusCondition(wc.Status.Conditions, v1alpha1.ConditionBudgetExceeded)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonBudgetHeld
 }
 
 // resolveRebalance is the class's spec.rebalance as the renderer resolves it (in.Class

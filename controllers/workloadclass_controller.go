@@ -77,6 +77,8 @@ type WorkloadClassReconciler struct {
 	written sync.Map
 	// memo spares re-comparing children that matched the same render before.
 	memo plan.Memo
+	// budgetOver is, by class name, whether the last BudgetExceeded announced was True.
+	budgetOver sync.Map
 }
 
 // writtenClass is a class as the API server returned it after this manager wrote it, and
@@ -130,6 +132,7 @@ func (r *WorkloadClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		if apierrors.IsNotFound(err) {
 			forgetClass(req.Name)
 			r.memo.Forget(req.Name)
+			r.budgetOver.Delete(req.Name)
 			r.written.Range(func(uid, w any) bool {
 				if w.(*writtenClass).obj.Name == req.Name {
 					r.written.Delete(uid)
@@ -231,7 +234,7 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 		return o, ctrl.Result{}, errors.Join(err, r.enforceBlocked(ctx, wc, res, &o))
 	}
 	r.taken.Delete(wc.UID)
-	o.Applied, o.Ladder, o.Retiring = true, true, p.Retiring()
+	o.Applied, o.Ladder, o.Retiring, o.Budget = true, true, p.Retiring(), out.Budget
 	o.Drift, o.Changed = p.DriftNotice(), p.Changed()
 	if o.Access, err = r.access(ctx, wc); err != nil {
 		return o, ctrl.Result{}, err
@@ -341,6 +344,9 @@ func (r *WorkloadClassReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// nothing on the NodePool when its status.nodes already read 0), and status counts
 		// each rung's NodeClaims.
 		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(classOfNodeClaim), builder.WithPredicates(createsAndDeletes)).
+		// A class with a budget is also priced again when one of its NodeClaims launches
+		// (Karpenter sets its instance type): that is when it starts to cost.
+		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(r.budgetedClassOfNodeClaim), builder.WithPredicates(launches)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
 }
@@ -349,6 +355,27 @@ func (r *WorkloadClassReconciler) SetupWithManager(mgr ctrl.Manager) error {
 var createsAndDeletes = predicate.Funcs{
 	UpdateFunc:  func(event.UpdateEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// launches passes a NodeClaim's launch: its instance type label set.
+var launches = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetLabels()[corev1.LabelInstanceTypeStable] != e.ObjectNew.GetLabels()[corev1.LabelInstanceTypeStable]
+	},
+}
+
+// budgetedClassOfNodeClaim is classOfNodeClaim for classes with a spec.budget: others do
+// not price their NodeClaims.
+func (r *WorkloadClassReconciler) budgetedClassOfNodeClaim(ctx context.Context, obj client.Object) []reconcile.Request {
+	reqs := classOfNodeClaim(ctx, obj)
+	wc := &v1alpha1.WorkloadClass{}
+	if len(reqs) == 0 || r.Get(ctx, reqs[0].NamespacedName, wc) != nil || wc.Spec.Budget == nil {
+		return nil
+	}
+	return reqs
 }
 
 // classOfNodeClaim is the class a NodeClaim's rung belongs to, from its inherited label.

@@ -12,6 +12,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/cost"
 	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/signals"
@@ -46,6 +47,9 @@ type outcome struct {
 	// did not finish. CostBased: the class's weights come from prices.
 	Signals   *signals.Freshness
 	CostBased bool
+	// Budget is the class's cost against its spec.budget, as the applied render held it
+	// (or not); nil without a budget or when the pass applied nothing.
+	Budget *cost.Verdict
 }
 
 // failure is a Synced=False verdict: its reason and message.
@@ -149,6 +153,21 @@ func setStatus(wc *v1alpha1.WorkloadClass, o outcome, err error) (newFailure boo
 		}
 	}
 
+	if o.Applied {
+		switch v := o.Budget; {
+		case v == nil:
+			meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionBudgetExceeded)
+		case v.Hold:
+			set(v1alpha1.ConditionBudgetExceeded, metav1.ConditionTrue, v1alpha1.ReasonBudgetHeld, v.Message())
+		case v.Over:
+			set(v1alpha1.ConditionBudgetExceeded, metav1.ConditionTrue, v1alpha1.ReasonBudgetWarned, v.Message())
+		default:
+			// No figure that changes with every launch: the condition does not churn.
+			set(v1alpha1.ConditionBudgetExceeded, metav1.ConditionFalse, v1alpha1.ReasonUnderBudget,
+				fmt.Sprintf("the class costs less than its budget of $%s/h; nothing is held", cost.Money(v.Budget)))
+		}
+	}
+
 	if o.Applied && err == nil {
 		st.ObservedGeneration = wc.Generation
 	}
@@ -207,8 +226,28 @@ func defaultsFor(namespaces []string) string {
 // goes with it: one Warning event per distinct Synced failure, not one on every retry or
 // conflict requeue, and the rung gauge.
 func (r *WorkloadClassReconciler) report(wc *v1alpha1.WorkloadClass, o outcome, err error) {
+	// The class this pass read may trail the last pass's write (another controller wrote
+	// status in between): the verdict last announced is remembered, so it is announced once.
+	wasOver := meta.IsStatusConditionTrue(wc.Status.Conditions, v1alpha1.ConditionBudgetExceeded)
+	if last, ok := r.budgetOver.Load(wc.Name); ok {
+		wasOver = last.(bool)
+	}
 	if setStatus(wc, o, err) {
 		r.event(wc, nil, "Warning", o.Failure.Reason, "Reconcile", "%s", o.Failure.Message)
+	}
+	if c := meta.FindStatusCondition(wc.Status.Conditions, v1alpha1.ConditionBudgetExceeded); c != nil {
+		over := c.Status == metav1.ConditionTrue
+		switch {
+		case over && !wasOver:
+			r.event(wc, nil, "Warning", v1alpha1.ConditionBudgetExceeded, "Budget", "%s", c.Message)
+		case !over && wasOver:
+			r.event(wc, nil, "Normal", v1alpha1.ReasonUnderBudget, "Budget", "%s", c.Message)
+		}
+		recordBudget(wc.Name, &over)
+		r.budgetOver.Store(wc.Name, over)
+	} else {
+		recordBudget(wc.Name, nil)
+		r.budgetOver.Delete(wc.Name)
 	}
 	if o.Ladder && o.Rendered != nil {
 		rungs.WithLabelValues(wc.Name).Set(float64(len(o.Rendered.NodePools)))

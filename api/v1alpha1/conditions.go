@@ -13,6 +13,19 @@ const (
 	// ConditionAccess is True when the class's access rule is enforced (or it has none)
 	// and every namespace that names it its default may use it.
 	ConditionAccess = "Access"
+	// ConditionBudgetExceeded is True while the class costs its spec.budget or more; absent
+	// without a budget.
+	ConditionBudgetExceeded = "BudgetExceeded"
+)
+
+// Reasons for the BudgetExceeded condition (and its events).
+const (
+	// ReasonBudgetHeld (True): mode Enforce; every rung's limits are held at its usage.
+	ReasonBudgetHeld = "Held"
+	// ReasonBudgetWarned (True): mode Warn; nothing is held.
+	ReasonBudgetWarned = "OverBudget"
+	// ReasonUnderBudget (False): the class costs less than its budget; nothing is held.
+	ReasonUnderBudget = "UnderBudget"
 )
 
 // Reasons for the Access condition.

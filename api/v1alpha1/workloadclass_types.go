@@ -208,6 +208,11 @@ type WorkloadClassSpec struct {
 	// +optional
 	Rebalance *Rebalance `json:"rebalance,omitempty"`
 
+	// budget caps what the class may cost per hour (status.cost.perHour): reaching it
+	// holds every rung at what it uses; see Budget and docs/cost.md.
+	// +optional
+	Budget *Budget `json:"budget,omitempty"`
+
 	// terminationGracePeriod is how long Karpenter waits for a node to drain before it
 	// terminates the node regardless, e.g. 2h. Overrides the Baseline and the profile.
 	// +kubebuilder:validation:Pattern=`^([0-9]+(s|m|h))+$`
@@ -657,6 +662,10 @@ type WorkloadClassStatus struct {
 	// rebalance reports moves of nodes back up the ladder (spec.rebalance).
 	// +optional
 	Rebalance *RebalanceStatus `json:"rebalance,omitempty"`
+
+	// cost is what the class's nodes cost now, by rung and capacity type; see CostStatus.
+	// +optional
+	Cost *CostStatus `json:"cost,omitempty"`
 }
 
 // WorkloadClass declares what one kind of workload needs. Poolsmith renders it, on top of
@@ -670,6 +679,7 @@ type WorkloadClassStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Profile",type=string,JSONPath=`.status.profile`
 // +kubebuilder:printcolumn:name="Pools",type=integer,JSONPath=`.status.poolCount`
+// +kubebuilder:printcolumn:name="Cost/h",type=string,JSONPath=`.status.cost.perHour`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type WorkloadClass struct {
 	metav1.TypeMeta   `json:",inline"`

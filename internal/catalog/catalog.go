@@ -220,6 +220,30 @@ func (c *Catalog) Source(name string) string {
 	return name
 }
 
+// CountedSources lists price sources by how many prices each gave, most first, e.g.
+// "advisor 2026-11-30 (58), catalog 2025-05-28 (2)"; an empty source is "unknown".
+func CountedSources(counts map[string]int) string {
+	names := make([]string, 0, len(counts))
+	for n := range counts {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if counts[names[i]] != counts[names[j]] {
+			return counts[names[i]] > counts[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	parts := make([]string, len(names))
+	for i, n := range names {
+		shown := n
+		if shown == "" {
+			shown = "unknown"
+		}
+		parts[i] = fmt.Sprintf("%s (%d)", shown, counts[n])
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Discount is the spot price's discount on on-demand, 0..1; 0 without a spot price.
 func (p Price) Discount() float64 {
 	if p.SpotAvg <= 0 || p.OnDemand <= 0 {

@@ -98,7 +98,7 @@ workload needs) into fully expanded Karpenter NodePools and EC2NodeClasses.`,
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	manager := newManagerCommand()
-	root.AddCommand(manager, newRenderCommand(), newExplainCommand(), newLintCommand(), newDiffCommand(), newCatalogCommand(), newSignalsCommand(), newSimulateCommand(), newMigrateCommand())
+	root.AddCommand(manager, newRenderCommand(), newExplainCommand(), newLintCommand(), newDiffCommand(), newCostCommand(), newCatalogCommand(), newSignalsCommand(), newSimulateCommand(), newMigrateCommand())
 	// With no command, poolsmith runs the manager, with the manager's flags.
 	root.Flags().AddFlagSet(manager.Flags())
 	root.Args = cobra.NoArgs

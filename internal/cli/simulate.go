@@ -29,7 +29,8 @@ into pending pods, and run Karpenter's own scheduler over them with the embedded
 the instance types. DaemonSets in the input are counted as Karpenter counts them: their
 pods' requests are added to every NodeClaim they would run on. Prints each NodeClaim
 Karpenter would create (rung, zone, capacity type, the instance type the AWS provider
-would launch, its pods and hourly cost) and the totals: nodes, distinct instance types,
+would launch, its pods and hourly cost), each class's cost as poolsmith cost prints it
+(cost/h, fallback premium, idle, budget) and the totals: nodes, distinct instance types,
 distinct families and cost per hour.
 --offerings FILE limits the instance types, zones and capacity types to what an account
 offers (format: docs/cli.md); --instance-types limits the types (to those of the
@@ -96,7 +97,8 @@ offerings, when given; else offered in every zone at on-demand and spot).
 					return inputError{err.Error()}
 				}
 			}
-			return writeSimulation(c.OutOrStdout(), flags.output, ours, theirs, compare)
+			costs := simulatedCosts(in.classes, results, ours, pods, in.opts.Catalog, flags.region)
+			return writeSimulation(c.OutOrStdout(), flags.output, ours, theirs, compare, costs)
 		},
 	}
 	flags.register(c, "table (default) or json")
@@ -173,15 +175,17 @@ func handWrittenNodePools(path string) ([]*karpv1.NodePool, error) {
 	return pools, nil
 }
 
-func writeSimulation(w io.Writer, format string, ours, theirs *simulate.Result, compare string) error {
+func writeSimulation(w io.Writer, format string, ours, theirs *simulate.Result, compare string, costs []classCost) error {
 	if format == "json" {
-		out := map[string]any{"poolsmith": ours}
+		out := map[string]any{"poolsmith": ours, "classes": costs}
 		if theirs != nil {
 			out["compared"] = theirs
 		}
 		return writeJSON(w, out)
 	}
 	printNodeClaims(w, ours)
+	fmt.Fprintln(w)
+	printCosts(w, costs)
 	if theirs == nil {
 		return printTotals(w, []string{"POOLSMITH"}, ours)
 	}

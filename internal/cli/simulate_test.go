@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/poolsmith/poolsmith/internal/cost"
 )
 
 type simulation struct {
@@ -13,10 +15,12 @@ type simulation struct {
 		NodeClaims []struct {
 			NodePool, InstanceType, CapacityType, Zone string
 			Pods                                       []string
+			PricePerHour                               float64
 		}
 		Unschedulable map[string]string
 		Totals        struct{ Nodes, DaemonSets int }
 	}
+	Classes []classCost
 }
 
 func simulateJSON(t *testing.T, args ...string) simulation {
@@ -150,5 +154,31 @@ spec:
 	}
 	if pods := res.Poolsmith.NodeClaims[0].Pods; len(pods) != 1 {
 		t.Errorf("a DaemonSet became a pending pod: %v", pods)
+	}
+}
+
+// simulate prints each class's cost as status.cost would report it once the NodeClaims
+// launched: the sum of its simulated NodeClaims' prices, by rung.
+func TestSimulatePricesEachClass(t *testing.T) {
+	res := simulateJSON(t, "-f", samples, "-f", samples+"/workloads")
+	sums := map[string]float64{}
+	for _, nc := range res.Poolsmith.NodeClaims {
+		class, _, _ := strings.Cut(nc.NodePool, "-")
+		sums[class] += nc.PricePerHour
+	}
+	if len(res.Classes) == 0 || len(sums) == 0 {
+		t.Fatalf("no classes priced: %+v", res.Classes)
+	}
+	for _, cc := range res.Classes {
+		if cc.Cost.PerHour != cost.Money(sums[cc.Class]) {
+			t.Errorf("class %s: cost %s, its NodeClaims sum to %s", cc.Class, cc.Cost.PerHour, cost.Money(sums[cc.Class]))
+		}
+		if sums[cc.Class] > 0 && (cc.Cost.IdlePerHour == "" || len(cc.Cost.Rungs) == 0) {
+			t.Errorf("class %s: no idle part or rungs: %+v", cc.Class, cc.Cost)
+		}
+	}
+	code, out, _ := run(t, "", "simulate", "-f", samples, "-f", samples+"/workloads")
+	if code != ExitOK || !strings.Contains(out, "CLASS ") || !strings.Contains(out, "PREMIUM/H") {
+		t.Errorf("simulate's table has no cost columns:\n%s", out)
 	}
 }

@@ -24,6 +24,8 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/capabilities"
+	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/cost"
 	"github.com/poolsmith/poolsmith/internal/guardrail"
 	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/render"
@@ -201,6 +203,9 @@ type Outcome struct {
 	// Invalid are the writes the API server would refuse; when there are any, nothing of
 	// the class may be written.
 	Invalid []plan.Invalid
+	// Budget is what the class costs now judged against its spec.budget (the render held
+	// its rungs when Budget.Hold); nil without a budget.
+	Budget *cost.Verdict
 }
 
 // overlaysOff is the InvalidSpec message for a class that asks for NodeOverlays the
@@ -223,6 +228,8 @@ func (c Cluster) Plan(ctx context.Context, in render.Inputs) (*Outcome, error) {
 	}
 	in.Options.Usage = live.Usage()
 	in.Options.Capabilities = c.Capabilities
+	budget := judgeBudget(in, live)
+	in.Options.HoldAtUsage = budget != nil && budget.Hold
 	res, err := in.Render()
 	if err != nil {
 		return nil, err
@@ -266,7 +273,26 @@ func (c Cluster) Plan(ctx context.Context, in render.Inputs) (*Outcome, error) {
 	if c.Validator != nil {
 		v = c.Validator
 	}
-	return &Outcome{Result: res, Live: live, Plan: p, Invalid: p.Validate(v)}, nil
+	return &Outcome{Result: res, Live: live, Plan: p, Invalid: p.Validate(v), Budget: budget}, nil
+}
+
+// judgeBudget prices the class's NodeClaims (without pod requests: the idle part plays no
+// part) with the catalog the render uses, against its spec.budget; nil without one.
+func judgeBudget(in render.Inputs, live plan.Children) *cost.Verdict {
+	if in.Class.Spec.Budget == nil {
+		return nil
+	}
+	cat, region := in.Options.Catalog, in.Options.Region
+	if cat == nil {
+		var err error
+		if cat, err = catalog.Load(); err != nil {
+			return nil // the embedded catalog parses (its tests say so); render reports it if not
+		}
+	}
+	if region == "" {
+		region = catalog.DefaultRegion
+	}
+	return cost.Judge(in.Class.Spec.Budget, cost.Compute(costInput(live.NodePools, live.NodeClaims, cat, region)).PerHour)
 }
 
 // InvalidMessage names each refused object, its fields and the API server's message.

@@ -212,6 +212,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the rebalance controller: %w", err)
 	}
+	if err := (&controllers.CostReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Signals: costSignals, Now: opts.Now,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the cost controller: %w", err)
+	}
 	if err := (&controllers.BaselineReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Baseline controller: %w", err)
 	}

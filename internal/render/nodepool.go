@@ -71,7 +71,11 @@ func (r *renderer) nodePool(t *template, rung Rung) (*karpv1.NodePool, origins) 
 	o.set("metadata", OriginComputed("class"))
 	o.set("metadata.name", ladderOrigin)
 	o.set("spec.weight", OriginComputed("weight("+rung.WeightReason+")"))
-	o.set("spec.limits", OriginComputed("class limit split across rungs"))
+	if r.opts.HoldAtUsage {
+		o.set("spec.limits", OriginComputed("budget hold: the rung's status.resources"))
+	} else {
+		o.set("spec.limits", OriginComputed("class limit split across rungs"))
+	}
 	o.set(tmplPath+".spec.nodeClassRef", OriginComputed("class"))
 	return np, o
 }
@@ -131,6 +135,9 @@ func shorter(a, b string) bool {
 // never below zero.
 func (r *renderer) rungLimits(rung string) karpv1.Limits {
 	classLimits, _ := ClassLimits(r.baseline, r.class)
+	if r.opts.HoldAtUsage {
+		return r.heldLimits(rung, classLimits)
+	}
 	if len(classLimits) == 0 {
 		return nil
 	}
@@ -149,6 +156,22 @@ func (r *renderer) rungLimits(rung string) karpv1.Limits {
 			remaining = resource.MustParse("0")
 		}
 		limits[name] = remaining
+	}
+	return limits
+}
+
+// heldLimits freeze a rung at what it uses: CPU, memory and every resource the class
+// limits (its own or the Baseline's ceiling), at the rung's status.resources (0 where it uses
+// none), so no new node fits.
+func (r *renderer) heldLimits(rung string, classLimits corev1.ResourceList) karpv1.Limits {
+	limits := karpv1.Limits{corev1.ResourceCPU: resource.MustParse("0"), corev1.ResourceMemory: resource.MustParse("0")}
+	for name := range classLimits {
+		limits[name] = resource.MustParse("0")
+	}
+	for name := range limits {
+		if used, ok := r.opts.Usage[rung][name]; ok {
+			limits[name] = used.DeepCopy()
+		}
 	}
 	return limits
 }

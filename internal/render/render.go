@@ -30,6 +30,10 @@ type Options struct {
 	// limit is split across rungs from it: each rung may use the class limit minus what the
 	// other rungs use. Without usage every rung gets the whole class limit.
 	Usage map[string]corev1.ResourceList
+	// HoldAtUsage freezes every rung's limits at its Usage (the class reached its
+	// spec.budget under mode Enforce, cost.Judge): Karpenter then launches nothing more
+	// for the class. Lower limits would block replacing interrupted nodes no sooner.
+	HoldAtUsage bool
 	// Region ranks the catalog's prices when it chooses families or types; default
 	// us-east-1.
 	Region string

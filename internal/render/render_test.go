@@ -12,6 +12,7 @@ import (
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -574,6 +575,29 @@ func TestClassLimitSplitAcrossRungsByUsage(t *testing.T) {
 	for _, np := range res.NodePools {
 		if got := np.Spec.Limits[corev1.ResourceCPU]; got.String() != want[np.Name] {
 			t.Errorf("%s cpu limit = %s, want %s", np.Name, got.String(), want[np.Name])
+		}
+	}
+}
+
+// A class held at its budget gets each rung's own usage as its limits (0 where it uses
+// none), CPU and memory and whatever the class limits, whatever the class limit leaves.
+func TestBudgetHoldFreezesEachRungAtItsUsage(t *testing.T) {
+	wc := class("web", v1alpha1.ProfileGeneral, func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100"), "nvidia.com/gpu": resource.MustParse("4")}
+	})
+	res, err := render.Render(baseline(), wc, render.Options{HoldAtUsage: true, Usage: map[string]corev1.ResourceList{
+		"web-spot-arm64": {corev1.ResourceCPU: resource.MustParse("30"), corev1.ResourceMemory: resource.MustParse("60Gi"), corev1.ResourcePods: resource.MustParse("40")},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, np := range res.NodePools {
+		want := karpv1.Limits{corev1.ResourceCPU: resource.MustParse("0"), corev1.ResourceMemory: resource.MustParse("0"), "nvidia.com/gpu": resource.MustParse("0")}
+		if np.Name == "web-spot-arm64" {
+			want[corev1.ResourceCPU], want[corev1.ResourceMemory] = resource.MustParse("30"), resource.MustParse("60Gi")
+		}
+		if !equality.Semantic.DeepEqual(np.Spec.Limits, want) {
+			t.Errorf("%s limits = %v, want %v", np.Name, np.Spec.Limits, want)
 		}
 	}
 }

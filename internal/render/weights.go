@@ -215,30 +215,8 @@ func (r *renderer) scanCost(c rungCost, reqs []karpv1.NodeSelectorRequirementWit
 	c.known, c.raw, c.price, c.bucket = true, mid.unitPrice, mid.adj, mid.bucket
 	c.median, c.source, c.sample, c.allowed = mid.name, mid.source, len(sample), len(cands)
 	c.penalty = c.price / c.raw
-	c.sourceCounts = countedSources(counts)
+	c.sourceCounts = catalog.CountedSources(counts)
 	return c
-}
-
-// countedSources lists sources by how many prices each gave, most first.
-func countedSources(counts map[string]int) string {
-	names := make([]string, 0, len(counts))
-	for n := range counts {
-		names = append(names, n)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		if counts[names[i]] != counts[names[j]] {
-			return counts[names[i]] > counts[names[j]]
-		}
-		return names[i] < names[j]
-	})
-	parts := make([]string, len(names))
-	for i, n := range names {
-		if n == "" {
-			n = "unknown"
-		}
-		parts[i] = fmt.Sprintf("%s (%d)", n, counts[n])
-	}
-	return strings.Join(parts, ", ")
 }
 
 func (r *renderer) podShape() *v1alpha1.PodShape {

@@ -175,7 +175,7 @@ func TestSchemaAcceptsWhatValuesYamlDocuments(t *testing.T) {
 func TestRenderedObjectsAreAcceptedAndLockedDown(t *testing.T) {
 	installServiceMonitorCRD(t)
 	// Pod Security admission enforces the restricted profile on the pods created here.
-	for _, ns := range []string{"dry-run", "karpenter"} {
+	for _, ns := range []string{"dry-run", "karpenter", "monitoring"} {
 		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
 			Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
@@ -217,7 +217,8 @@ func TestRenderedObjectsAreAcceptedAndLockedDown(t *testing.T) {
 				"Role": 2, "RoleBinding": 2, "Deployment": 1, "PodDisruptionBudget": 1, "Service": 1,
 				"ValidatingAdmissionPolicy": 3, "ValidatingAdmissionPolicyBinding": 3}
 			if name == "custom" {
-				want["ServiceMonitor"], want["CronJob"], want["ConfigMap"] = 1, 1, 1
+				// The ConfigMaps: the signals' and the Grafana dashboard's.
+				want["ServiceMonitor"], want["CronJob"], want["ConfigMap"] = 1, 1, 2
 				want["ServiceAccount"], want["Role"], want["RoleBinding"] = 2, 3, 3
 			}
 			// The defaults policy only where helm's capabilities say the cluster serves it.
