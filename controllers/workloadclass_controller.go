@@ -77,6 +77,11 @@ type WorkloadClassReconciler struct {
 	written sync.Map
 	// memo spares re-comparing children that matched the same render before.
 	memo plan.Memo
+	// seen holds, by class name, the Baseline generation its last applied pass rendered
+	// from (a baselineSeen), which tells a Baseline edit's fan-out from other passes.
+	seen sync.Map
+	// fanOut gathers a Baseline edit's child updates into one event on the Baseline.
+	fanOut fanOutEvents
 }
 
 // writtenClass is a class as the API server returned it after this manager wrote it, and
@@ -130,6 +135,7 @@ func (r *WorkloadClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		if apierrors.IsNotFound(err) {
 			forgetClass(req.Name)
 			r.memo.Forget(req.Name)
+			r.seen.Delete(req.Name)
 			r.written.Range(func(uid, w any) bool {
 				if w.(*writtenClass).obj.Name == req.Name {
 					r.written.Delete(uid)
@@ -210,7 +216,7 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 		o.fail(v1alpha1.ReasonInvalidSpec, msg)
 		return o, ctrl.Result{}, errors.Join(reconcile.TerminalError(errors.New(msg)), r.enforceBlocked(ctx, wc, res, &o))
 	}
-	if err := r.execute(ctx, wc, p); err != nil {
+	if err := r.execute(ctx, wc, p, r.baselineEdit(wc, in.Baseline)); err != nil {
 		var taken *nameTaken
 		if errors.As(err, &taken) {
 			// Found at create time (the plan only created, so it asked nothing first).
@@ -231,6 +237,7 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 		return o, ctrl.Result{}, errors.Join(err, r.enforceBlocked(ctx, wc, res, &o))
 	}
 	r.taken.Delete(wc.UID)
+	r.seen.Store(wc.Name, baselineSeen{uid: in.Baseline.UID, generation: in.Baseline.Generation})
 	o.Applied, o.Ladder, o.Retiring = true, true, p.Retiring()
 	o.Drift, o.Changed = p.DriftNotice(), p.Changed()
 	if o.Access, err = r.access(ctx, wc); err != nil {
@@ -292,8 +299,25 @@ func (r *WorkloadClassReconciler) finalize(ctx context.Context, wc *v1alpha1.Wor
 	}
 	forgetClass(wc.Name)
 	r.memo.Forget(wc.Name)
+	r.seen.Delete(wc.Name)
 	r.taken.Delete(wc.UID)
 	return ctrl.Result{}, nil
+}
+
+// baselineEdit returns the Baseline when this pass carries an edit of it to a class its
+// team has not changed since its last applied pass (the generation that pass rendered from
+// is older); nil otherwise: the class's own edit, its first pass since the manager
+// started, a hand edit reverted. A fan-out's updates are announced by one event on the
+// Baseline (fanOutEvents), the others by an event on the class.
+func (r *WorkloadClassReconciler) baselineEdit(wc *v1alpha1.WorkloadClass, b *v1alpha1.Baseline) *v1alpha1.Baseline {
+	if wc.Status.ObservedGeneration != wc.Generation {
+		return nil
+	}
+	v, ok := r.seen.Load(wc.Name)
+	if !ok || v.(baselineSeen) == (baselineSeen{uid: b.UID, generation: b.Generation}) {
+		return nil
+	}
+	return b
 }
 
 func (r *WorkloadClassReconciler) writeStatus(ctx context.Context, original, wc *v1alpha1.WorkloadClass) error {

@@ -48,8 +48,10 @@ func (r *WorkloadClassReconciler) cluster(wc *v1alpha1.WorkloadClass) observe.Cl
 // On a failure part-way it names the children not yet written. A plan that only creates
 // asked the API server nothing first: if a create meets a name the class does not
 // control, the children this pass created are deleted again, so the family is written
-// whole or not at all, and the conflict is returned.
-func (r *WorkloadClassReconciler) execute(ctx context.Context, wc *v1alpha1.WorkloadClass, p *plan.Plan) error {
+// whole or not at all, and the conflict is returned. edit is the Baseline when the pass
+// carries its edit (baselineEdit): updates are then announced on the Baseline, once for
+// the whole fan-out, not on the class.
+func (r *WorkloadClassReconciler) execute(ctx context.Context, wc *v1alpha1.WorkloadClass, p *plan.Plan, edit *v1alpha1.Baseline) error {
 	for _, s := range p.Steps {
 		if s.Action == plan.Unchanged {
 			applies.WithLabelValues(s.Kind, string(s.Action)).Inc()
@@ -58,7 +60,7 @@ func (r *WorkloadClassReconciler) execute(ctx context.Context, wc *v1alpha1.Work
 	writes := p.Writes()
 	var created []client.Object
 	for i, s := range writes {
-		obj, err := r.write(ctx, wc, s)
+		obj, err := r.write(ctx, wc, s, edit)
 		if err != nil {
 			var taken *nameTaken
 			if errors.As(err, &taken) {
@@ -143,9 +145,9 @@ func (r *WorkloadClassReconciler) rollBackUnfinished(ctx context.Context, wc *v1
 }
 
 // write sends one step and records its event (execute records the creates of a pass in
-// one); for a create it returns the object created (nil when the class's own object
-// already held the name).
-func (r *WorkloadClassReconciler) write(ctx context.Context, wc *v1alpha1.WorkloadClass, s plan.Step) (client.Object, error) {
+// one, and a Baseline edit's updates go into its one event); for a create it returns the
+// object created (nil when the class's own object already held the name).
+func (r *WorkloadClassReconciler) write(ctx context.Context, wc *v1alpha1.WorkloadClass, s plan.Step, edit *v1alpha1.Baseline) (client.Object, error) {
 	owner := client.FieldOwner(FieldManager)
 	switch s.Action {
 	case plan.Create:
@@ -169,6 +171,10 @@ func (r *WorkloadClassReconciler) write(ctx context.Context, wc *v1alpha1.Worklo
 				return nil, nil
 			}
 			return nil, err
+		}
+		if edit != nil && s.Action == plan.Update {
+			r.fanOut.add(r.Recorder, edit, wc.Name, s)
+			break
 		}
 		r.updateEvent(wc, u, s)
 	}
