@@ -212,6 +212,7 @@ func (r *WorkloadClassReconciler) write(ctx context.Context, wc *v1alpha1.Worklo
 			}
 			return nil, err
 		}
+		r.ownWrites.Store(s.Ref(), u.GetResourceVersion())
 		return u, nil
 	case plan.Delete:
 		if err := r.Delete(ctx, s.LiveObject, client.Preconditions{UID: ptr.To(s.LiveObject.GetUID())}); client.IgnoreNotFound(err) != nil {
@@ -226,6 +227,7 @@ func (r *WorkloadClassReconciler) write(ctx context.Context, wc *v1alpha1.Worklo
 			}
 			return nil, err
 		}
+		r.ownWrites.Store(s.Ref(), u.GetResourceVersion())
 		if edit != nil && s.Action == plan.Update {
 			r.fanOut.add(r.Recorder, edit, wc.Name, s)
 			break
