@@ -45,7 +45,7 @@ func (r *WorkloadClassReconciler) cluster(wc *v1alpha1.WorkloadClass) observe.Cl
 
 // execute carries out a validated plan in its waves (plan.Waves): the EC2NodeClass, then
 // the rest of the family at once, then pruning, each wave once the one before it is
-// written. The writes of a wave go out together: a new class's family is three round trips
+// written. The writes of a wave go out together: a new class's family is two round trips
 // of the API server, not one per child, one after the other. An update replaces the live
 // object at the resourceVersion the plan was computed from, so a concurrent write fails it
 // rather than being overwritten. A failure stops the pass after its wave, naming what
@@ -172,6 +172,7 @@ func (r *WorkloadClassReconciler) rollBack(ctx context.Context, wc *v1alpha1.Wor
 			}
 			continue
 		}
+		r.ownWrites.Delete(plan.KindOf(obj) + "/" + obj.GetName())
 		r.event(wc, obj, "Normal", "RolledBack", "Apply", "deleted %s %s again: a name of the family is taken, so none of it is written", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName())
 	}
 }
@@ -218,6 +219,7 @@ func (r *WorkloadClassReconciler) write(ctx context.Context, wc *v1alpha1.Worklo
 		if err := r.Delete(ctx, s.LiveObject, client.Preconditions{UID: ptr.To(s.LiveObject.GetUID())}); client.IgnoreNotFound(err) != nil {
 			return nil, err
 		}
+		r.ownWrites.Delete(s.Ref())
 		r.event(wc, s.LiveObject, "Normal", "Pruned", "Delete", "deleted %s", s.Ref())
 	default:
 		u := &unstructured.Unstructured{Object: s.Object}
