@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,17 +17,42 @@ import (
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 )
 
+// classesSettle is how long a Baseline's class count must hold before status.classes is
+// written: a converge of many classes moves the count at every create, and a write at
+// each step was one request more per step (1 to 35 a converge of 200 classes).
+const classesSettle = 2 * time.Second
+
+// classesMaxWait bounds how long a count that keeps moving goes unwritten.
+const classesMaxWait = 30 * time.Second
+
 // BaselineReconciler reports on each Baseline how many WorkloadClasses use it.
 type BaselineReconciler struct {
 	client.Client
+	// Now is the clock settling is measured by; time.Now when nil.
+	Now func() time.Time
+
+	// counts holds, by Baseline name, the count waiting to settle (a *classCount).
+	counts sync.Map
+}
+
+// classCount is a class count not yet written: since when it has held, and since when
+// the status has trailed the count.
+type classCount struct {
+	count        int32
+	since, first time.Time
 }
 
 // +kubebuilder:rbac:groups=poolsmith.dev,resources=baselines/status,verbs=patch
 
-// Reconcile counts the classes that reference the Baseline.
+// Reconcile counts the classes that reference the Baseline. A new Baseline generation is
+// recorded at once; a count that moved is written once it has held for classesSettle
+// (or has trailed for classesMaxWait), so a converge writes it once, not at every class.
 func (r *BaselineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	b := &v1alpha1.Baseline{}
 	if err := r.Get(ctx, req.NamespacedName, b); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.counts.Delete(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	classes := &v1alpha1.WorkloadClassList{}
@@ -34,14 +61,42 @@ func (r *BaselineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	count := int32(len(classes.Items))
 	if b.Status.Classes == count && b.Status.ObservedGeneration == b.Generation {
+		r.counts.Delete(b.Name)
 		return ctrl.Result{}, nil
+	}
+	if b.Status.ObservedGeneration == b.Generation {
+		if wait := r.settle(b.Name, count); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
 	}
 	patch := client.MergeFrom(b.DeepCopy())
 	b.Status.Classes, b.Status.ObservedGeneration = count, b.Generation
 	if err := r.Status().Patch(ctx, b, patch); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("writing status of Baseline %s: %w", b.Name, err)
 	}
+	r.counts.Delete(b.Name)
 	return ctrl.Result{}, nil
+}
+
+// settle records count as the Baseline's current one and returns how much longer it must
+// hold before it is written; 0 when it is due.
+func (r *BaselineReconciler) settle(name string, count int32) time.Duration {
+	now := r.now()
+	v, _ := r.counts.LoadOrStore(name, &classCount{count: count, since: now, first: now})
+	c := v.(*classCount)
+	if c.count != count {
+		c.count, c.since = count, now
+	}
+	// A Baseline's reconciles never run concurrently, so c is not shared while written.
+	wait := min(classesSettle-now.Sub(c.since), classesMaxWait-now.Sub(c.first))
+	return max(wait, 0)
+}
+
+func (r *BaselineReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // SetupWithManager recounts a Baseline when it changes or a class is created, deleted or

@@ -108,8 +108,9 @@ var _ = Describe("Requests on the write path", func() {
 		Eventually(func() map[string]int { return sent.about(mark, "counted") }).Should(Equal(want))
 		Consistently(func() map[string]int { return sent.about(mark, "counted") }, "3s").Should(Equal(want))
 
-		// A Baseline tag reaches only the EC2NodeClass: one update, its Drift event, and the
-		// status write that records the drift notice.
+		// A Baseline tag reaches only the EC2NodeClass: one update and the status write that
+		// records the drift notice. The one event is the Baseline's, for the whole fan-out
+		// (its note names the class).
 		mark = sent.mark()
 		bl := get(&v1alpha1.Baseline{}, "for-counting")
 		patch := client.MergeFrom(bl.DeepCopy())
@@ -125,5 +126,7 @@ var _ = Describe("Requests on the write path", func() {
 		Eventually(func() map[string]int { return sent.about(mark, "counted") }).Should(Equal(want))
 		Consistently(func() map[string]int { return sent.about(mark, "counted") }, "3s").Should(Equal(want))
 		Expect(get(&v1alpha1.WorkloadClass{}, "counted").Status.DriftNotice).To(ContainSubstring("EC2NodeClass/counted will drift"))
+		Expect(baselineEvents("for-counting", "Drift")()).To(HaveLen(1))
+		Expect(classEvents("counted", "Drift")()).To(BeZero())
 	})
 })

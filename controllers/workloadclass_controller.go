@@ -79,6 +79,37 @@ type WorkloadClassReconciler struct {
 	memo plan.Memo
 	// budgetOver is, by class name, whether the last BudgetExceeded announced was True.
 	budgetOver sync.Map
+	// seen holds, by class name, the Baseline generation its last applied pass rendered
+	// from (a baselineSeen), which tells a Baseline edit's fan-out from other passes.
+	seen sync.Map
+	// fanOut gathers a Baseline edit's child updates into one event on the Baseline.
+	fanOut fanOutEvents
+	// ownWrites holds, by KIND/NAME, the resourceVersion the API server gave this manager's
+	// last create or update of a child, so that the watch event of that very write does not
+	// plan the class again (see notOwnWrite).
+	ownWrites sync.Map
+}
+
+// notOwnWrite drops a child's create or update event when the child is exactly what this
+// manager's last write of it made (the resourceVersion the write returned): the pass that
+// wrote it already planned against that render, and planning again would render, compare
+// and find nothing to do, once for every write (a Baseline edit reaching 200 classes
+// planned 400 times). Any other write to the child (a hand edit, Karpenter's status) has
+// another resourceVersion and plans the class as before.
+func (r *WorkloadClassReconciler) notOwnWrite() predicate.Funcs {
+	own := func(obj client.Object) bool {
+		key := plan.KindOf(obj) + "/" + obj.GetName()
+		v, ok := r.ownWrites.Load(key)
+		if !ok || v.(string) != obj.GetResourceVersion() {
+			return false
+		}
+		r.ownWrites.CompareAndDelete(key, v)
+		return true
+	}
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return !own(e.Object) },
+		UpdateFunc: func(e event.UpdateEvent) bool { return !own(e.ObjectNew) },
+	}
 }
 
 // writtenClass is a class as the API server returned it after this manager wrote it, and
@@ -133,6 +164,7 @@ func (r *WorkloadClassReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			forgetClass(req.Name)
 			r.memo.Forget(req.Name)
 			r.budgetOver.Delete(req.Name)
+			r.seen.Delete(req.Name)
 			r.written.Range(func(uid, w any) bool {
 				if w.(*writtenClass).obj.Name == req.Name {
 					r.written.Delete(uid)
@@ -213,7 +245,7 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 		o.fail(v1alpha1.ReasonInvalidSpec, msg)
 		return o, ctrl.Result{}, errors.Join(reconcile.TerminalError(errors.New(msg)), r.enforceBlocked(ctx, wc, res, &o))
 	}
-	if err := r.execute(ctx, wc, p); err != nil {
+	if err := r.execute(ctx, wc, p, r.baselineEdit(wc, in.Baseline)); err != nil {
 		var taken *nameTaken
 		if errors.As(err, &taken) {
 			// Found at create time (the plan only created, so it asked nothing first).
@@ -234,6 +266,7 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 		return o, ctrl.Result{}, errors.Join(err, r.enforceBlocked(ctx, wc, res, &o))
 	}
 	r.taken.Delete(wc.UID)
+	r.seen.Store(wc.Name, baselineSeen{uid: in.Baseline.UID, generation: in.Baseline.Generation})
 	o.Applied, o.Ladder, o.Retiring, o.Budget = true, true, p.Retiring(), out.Budget
 	o.Drift, o.Changed = p.DriftNotice(), p.Changed()
 	if o.Access, err = r.access(ctx, wc); err != nil {
@@ -295,8 +328,25 @@ func (r *WorkloadClassReconciler) finalize(ctx context.Context, wc *v1alpha1.Wor
 	}
 	forgetClass(wc.Name)
 	r.memo.Forget(wc.Name)
+	r.seen.Delete(wc.Name)
 	r.taken.Delete(wc.UID)
 	return ctrl.Result{}, nil
+}
+
+// baselineEdit returns the Baseline when this pass carries an edit of it to a class its
+// team has not changed since its last applied pass (the generation that pass rendered from
+// is older); nil otherwise: the class's own edit, its first pass since the manager
+// started, a hand edit reverted. A fan-out's updates are announced by one event on the
+// Baseline (fanOutEvents), the others by an event on the class.
+func (r *WorkloadClassReconciler) baselineEdit(wc *v1alpha1.WorkloadClass, b *v1alpha1.Baseline) *v1alpha1.Baseline {
+	if wc.Status.ObservedGeneration != wc.Generation {
+		return nil
+	}
+	v, ok := r.seen.Load(wc.Name)
+	if !ok || v.(baselineSeen) == (baselineSeen{uid: b.UID, generation: b.Generation}) {
+		return nil
+	}
+	return b
 }
 
 func (r *WorkloadClassReconciler) writeStatus(ctx context.Context, original, wc *v1alpha1.WorkloadClass) error {
@@ -323,19 +373,20 @@ var specOrDeletion = predicate.Or(predicate.GenerationChangedPredicate{}, predic
 // SetupWithManager watches classes, their children, and the Baselines they reference.
 func (r *WorkloadClassReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr)
+	own := builder.WithPredicates(r.notOwnWrite())
 	if r.Capabilities.NodeOverlays {
-		b = b.Owns(&karpv1alpha1.NodeOverlay{})
+		b = b.Owns(&karpv1alpha1.NodeOverlay{}, own)
 	}
 	if r.Capabilities.AccessRules() {
-		b = b.Owns(&v1alpha1.AccessRule{}).
+		b = b.Owns(&v1alpha1.AccessRule{}, own).
 			// The cache holds only namespaces that name a default class (see internal/operator).
 			Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(classForNamespace))
 	}
 	return b.
 		Named("workloadclass").
 		For(&v1alpha1.WorkloadClass{}, builder.WithPredicates(specOrDeletion)).
-		Owns(&karpv1.NodePool{}).
-		Owns(&awsv1.EC2NodeClass{}).
+		Owns(&karpv1.NodePool{}, own).
+		Owns(&awsv1.EC2NodeClass{}, own).
 		Watches(&v1alpha1.Baseline{}, handler.EnqueueRequestsFromMapFunc(r.classesForBaseline),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// The cache holds only the signals ConfigMap (see internal/operator).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -42,45 +43,69 @@ func (r *WorkloadClassReconciler) cluster(wc *v1alpha1.WorkloadClass) observe.Cl
 		Capabilities: r.Capabilities}
 }
 
-// execute carries out a validated plan: the EC2NodeClass, then the NodePools, then the
-// overlays, then pruning. An update replaces the live object at the resourceVersion the
-// plan was computed from, so a concurrent write fails it rather than being overwritten.
-// On a failure part-way it names the children not yet written. A plan that only creates
-// asked the API server nothing first: if a create meets a name the class does not
-// control, the children this pass created are deleted again, so the family is written
-// whole or not at all, and the conflict is returned.
-func (r *WorkloadClassReconciler) execute(ctx context.Context, wc *v1alpha1.WorkloadClass, p *plan.Plan) error {
+// execute carries out a validated plan in its waves (plan.Waves): the EC2NodeClass, then
+// the rest of the family at once, then pruning, each wave once the one before it is
+// written. The writes of a wave go out together: a new class's family is two round trips
+// of the API server, not one per child, one after the other. An update replaces the live
+// object at the resourceVersion the plan was computed from, so a concurrent write fails it
+// rather than being overwritten. A failure stops the pass after its wave, naming what
+// failed and the children not yet written. A plan that only creates asked the API server
+// nothing first: if a create meets a name the class does not control, the children this
+// pass created are deleted again, so the family is written whole or not at all, and the
+// conflict is returned. edit is the Baseline when the pass carries its edit
+// (baselineEdit): updates are then announced on the Baseline, once for the whole fan-out,
+// not on the class.
+func (r *WorkloadClassReconciler) execute(ctx context.Context, wc *v1alpha1.WorkloadClass, p *plan.Plan, edit *v1alpha1.Baseline) error {
 	for _, s := range p.Steps {
 		if s.Action == plan.Unchanged {
 			applies.WithLabelValues(s.Kind, string(s.Action)).Inc()
 		}
 	}
-	writes := p.Writes()
+	waves := p.Waves()
 	var created []client.Object
-	for i, s := range writes {
-		obj, err := r.write(ctx, wc, s)
-		if err != nil {
-			var taken *nameTaken
-			if errors.As(err, &taken) {
+	for w, wave := range waves {
+		results := r.writeWave(ctx, wc, wave, edit)
+		var taken error
+		var failed []string
+		var first error
+		for i, s := range wave {
+			res := results[i]
+			switch {
+			case res.err == nil:
+				if s.Action == plan.Create && res.obj != nil {
+					created = append(created, res.obj)
+				}
+				applies.WithLabelValues(s.Kind, string(s.Action)).Inc()
+			case errors.As(res.err, new(*nameTaken)):
 				applies.WithLabelValues(s.Kind, "conflict").Inc()
-				r.rollBack(ctx, wc, created)
-				return err
+				if taken == nil {
+					taken = res.err
+				}
+			default:
+				applies.WithLabelValues(s.Kind, "failed").Inc()
+				failed = append(failed, fmt.Sprintf("%s %s: %v", s.Action, s.Ref(), res.err))
+				if first == nil {
+					first = res.err
+				}
 			}
-			applies.WithLabelValues(s.Kind, "failed").Inc()
+		}
+		if taken != nil {
+			r.rollBack(ctx, wc, created)
+			return taken
+		}
+		if first != nil {
 			var rest []string
-			for _, n := range writes[i+1:] {
-				rest = append(rest, n.Ref())
+			for _, later := range waves[w+1:] {
+				for _, s := range later {
+					rest = append(rest, s.Ref())
+				}
 			}
-			msg := fmt.Sprintf("%s %s: %v", s.Action, s.Ref(), err)
+			msg := strings.Join(failed, "; ")
 			if len(rest) > 0 {
 				msg += "; not yet written: " + joinNames(rest)
 			}
-			return &applyError{msg: msg, err: err}
+			return &applyError{msg: msg, err: first}
 		}
-		if s.Action == plan.Create && obj != nil {
-			created = append(created, obj)
-		}
-		applies.WithLabelValues(s.Kind, string(s.Action)).Inc()
 	}
 	if len(created) > 0 && wc.Status.ObservedGeneration > 0 {
 		// One event for the pass's creates, not one per child, and none for a class's first
@@ -93,6 +118,37 @@ func (r *WorkloadClassReconciler) execute(ctx context.Context, wc *v1alpha1.Work
 		r.event(wc, nil, "Normal", "Applied", "Apply", "created %s", joinNames(refs))
 	}
 	return nil
+}
+
+// waveWrites bounds the writes one class has in flight, so that the workers together stay
+// well below the API server's default limit of 200 mutating requests in flight.
+const waveWrites = 8
+
+// written is one write's result: the object a create made, or the error.
+type written struct {
+	obj client.Object
+	err error
+}
+
+// writeWave sends a wave's writes together, at most waveWrites at a time, and returns
+// each one's result in the wave's order once all are done.
+func (r *WorkloadClassReconciler) writeWave(ctx context.Context, wc *v1alpha1.WorkloadClass, wave []plan.Step, edit *v1alpha1.Baseline) []written {
+	results := make([]written, len(wave))
+	if len(wave) == 1 {
+		results[0].obj, results[0].err = r.write(ctx, wc, wave[0], edit)
+		return results
+	}
+	slots := make(chan struct{}, waveWrites)
+	var wg sync.WaitGroup
+	for i, s := range wave {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			results[i].obj, results[i].err = r.write(ctx, wc, s, edit)
+		})
+	}
+	wg.Wait()
+	return results
 }
 
 // applyError names the step that failed and the children not yet written; it unwraps to
@@ -116,6 +172,7 @@ func (r *WorkloadClassReconciler) rollBack(ctx context.Context, wc *v1alpha1.Wor
 			}
 			continue
 		}
+		r.ownWrites.Delete(plan.KindOf(obj) + "/" + obj.GetName())
 		r.event(wc, obj, "Normal", "RolledBack", "Apply", "deleted %s %s again: a name of the family is taken, so none of it is written", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName())
 	}
 }
@@ -143,9 +200,9 @@ func (r *WorkloadClassReconciler) rollBackUnfinished(ctx context.Context, wc *v1
 }
 
 // write sends one step and records its event (execute records the creates of a pass in
-// one); for a create it returns the object created (nil when the class's own object
-// already held the name).
-func (r *WorkloadClassReconciler) write(ctx context.Context, wc *v1alpha1.WorkloadClass, s plan.Step) (client.Object, error) {
+// one, and a Baseline edit's updates go into its one event); for a create it returns the
+// object created (nil when the class's own object already held the name).
+func (r *WorkloadClassReconciler) write(ctx context.Context, wc *v1alpha1.WorkloadClass, s plan.Step, edit *v1alpha1.Baseline) (client.Object, error) {
 	owner := client.FieldOwner(FieldManager)
 	switch s.Action {
 	case plan.Create:
@@ -156,11 +213,13 @@ func (r *WorkloadClassReconciler) write(ctx context.Context, wc *v1alpha1.Worklo
 			}
 			return nil, err
 		}
+		r.ownWrites.Store(s.Ref(), u.GetResourceVersion())
 		return u, nil
 	case plan.Delete:
 		if err := r.Delete(ctx, s.LiveObject, client.Preconditions{UID: ptr.To(s.LiveObject.GetUID())}); client.IgnoreNotFound(err) != nil {
 			return nil, err
 		}
+		r.ownWrites.Delete(s.Ref())
 		r.event(wc, s.LiveObject, "Normal", "Pruned", "Delete", "deleted %s", s.Ref())
 	default:
 		u := &unstructured.Unstructured{Object: s.Object}
@@ -169,6 +228,11 @@ func (r *WorkloadClassReconciler) write(ctx context.Context, wc *v1alpha1.Worklo
 				return nil, nil
 			}
 			return nil, err
+		}
+		r.ownWrites.Store(s.Ref(), u.GetResourceVersion())
+		if edit != nil && s.Action == plan.Update {
+			r.fanOut.add(r.Recorder, edit, wc.Name, s)
+			break
 		}
 		r.updateEvent(wc, u, s)
 	}

@@ -120,6 +120,32 @@ func (p *Plan) Writes() []Step {
 	return out
 }
 
+// Waves are the writes in the groups they are sent in, each once the one before it is
+// written: the EC2NodeClass (the NodePools name it), then the rest of the family
+// (NodePools, NodeOverlays, the AccessRule), then pruning, which never removes a rung
+// before the family it leaves is in place. Within a group no write depends on another.
+// None while the plan is blocked.
+func (p *Plan) Waves() [][]Step {
+	var nodeClass, family, prune []Step
+	for _, s := range p.Writes() {
+		switch {
+		case s.Kind == KindNodeClass:
+			nodeClass = append(nodeClass, s)
+		case s.Action == Create || s.Action == Update || s.Action == Revive:
+			family = append(family, s)
+		default:
+			prune = append(prune, s)
+		}
+	}
+	var out [][]Step
+	for _, w := range [][]Step{nodeClass, family, prune} {
+		if len(w) > 0 {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // Creates reports whether the plan creates a child.
 func (p *Plan) Creates() bool {
 	return slices.ContainsFunc(p.Steps, func(s Step) bool { return s.Action == Create })

@@ -376,3 +376,38 @@ func TestTheAccessTaintDriftsEveryRungOnceAndTheNoticeSaysSo(t *testing.T) {
 		t.Errorf("after the write: %s, notice %q", actions(again), again.DriftNotice())
 	}
 }
+
+func waves(p *plan.Plan) string {
+	var out []string
+	for _, w := range p.Waves() {
+		var refs []string
+		for _, s := range w {
+			refs = append(refs, string(s.Action)+" "+s.Ref())
+		}
+		out = append(out, strings.Join(refs, ", "))
+	}
+	return strings.Join(out, " | ")
+}
+
+func TestWavesSendTheNodeClassFirstThenTheFamilyThenPruning(t *testing.T) {
+	wc, res := fixture(t, withAccess)
+	if got, want := waves(compute(t, plan.Input{Class: wc, Result: res})),
+		"create EC2NodeClass/web | create NodePool/web-spot-amd64, create NodePool/web-on-demand-amd64, create AccessRule/web"; got != want {
+		t.Errorf("a new class: got %s, want %s", got, want)
+	}
+	// One rung fewer, the other's expireAfter changed: the update goes before the delete
+	// (the AccessRule keeps naming the rung while it exists).
+	live := synced(t, wc, res)
+	_, fewer := fixture(t, withAccess, func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.CapacityTypes = wc.Spec.CapacityTypes[:1]
+		wc.Spec.ExpireAfter = ptr.To(karpv1.MustParseNillableDuration("48h"))
+	})
+	got := waves(compute(t, plan.Input{Class: wc, Result: fewer, Live: live}))
+	if want := "update NodePool/web-spot-amd64 | delete NodePool/web-on-demand-amd64"; got != want {
+		t.Errorf("a rung fewer: got %s, want %s", got, want)
+	}
+	foreign := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "web-on-demand-amd64"}}
+	if w := compute(t, plan.Input{Class: wc, Result: res, Foreign: []client.Object{foreign}}).Waves(); len(w) != 0 {
+		t.Errorf("a blocked plan has waves: %v", w)
+	}
+}

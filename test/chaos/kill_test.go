@@ -205,7 +205,26 @@ func TestSIGKILL(t *testing.T) {
 	if !v.ok() {
 		t.Fatalf("not converged 3 minutes after the last kill: %s\nmanager log (last 30 lines):\n%s", v, m.tail(30))
 	}
-	// A restart with nothing to do writes nothing.
+	// A restart with nothing to do writes nothing. The Baseline's class count is part of
+	// what converges: it is written once it has held for 2 s, and a kill before that leaves
+	// it for the restart to write.
+	eventually(t, time.Minute, "the Baseline's class count", func() (bool, string) {
+		b := &v1alpha1.Baseline{}
+		classes := &v1alpha1.WorkloadClassList{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: f.baseline}, b); err != nil {
+			return false, err.Error()
+		}
+		if err := env.Client.List(ctx, classes); err != nil {
+			return false, err.Error()
+		}
+		n := 0
+		for _, wc := range classes.Items {
+			if wc.BaselineName() == f.baseline {
+				n++
+			}
+		}
+		return b.Status.Classes == int32(n), fmt.Sprintf("status.classes %d of %d", b.Status.Classes, n)
+	})
 	m.kill()
 	run++
 	agent := fmt.Sprintf("poolsmith-chaos-kill/%d", run)
