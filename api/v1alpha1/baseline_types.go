@@ -29,6 +29,11 @@ type BaselineSpec struct {
 	// field separately.
 	// +optional
 	Rebalance *Rebalance `json:"rebalance,omitempty"`
+
+	// headroom is the default for every class's spec.headroom; see docs/headroom.md for
+	// which fields a class overrides as a group.
+	// +optional
+	Headroom *Headroom `json:"headroom,omitempty"`
 }
 
 // NodePoolDefaults are the NodePool fields a Baseline sets for every derived NodePool.
