@@ -54,8 +54,8 @@ func Allocatable(t *catalog.InstanceType) (milliCPU float64, memBytes float64) {
 }
 
 // UnitsOf is how many units fit on one node of type t after Karpenter's overhead, at most
-// catalog.MaxPods; 0 when none does. Extended resources other than GPUs are not in the
-// catalog and are not judged.
+// catalog.MaxPods; 0 when none does, or when the shape names none of cpu, memory and GPUs
+// (extended resources are not in the catalog and are not judged).
 func UnitsOf(t *catalog.InstanceType, shape corev1.ResourceList) float64 {
 	cpu, mem := Allocatable(t)
 	fit := math.Inf(1)
@@ -68,10 +68,7 @@ func UnitsOf(t *catalog.InstanceType, shape corev1.ResourceList) float64 {
 	if q, ok := shape[ResourceGPU]; ok && q.Value() > 0 {
 		fit = math.Min(fit, math.Floor(float64(t.GPUs)/float64(q.Value())))
 	}
-	if math.IsInf(fit, 1) {
-		fit = catalog.MaxPods
-	}
-	if fit < 1 {
+	if math.IsInf(fit, 1) || fit < 1 {
 		return 0
 	}
 	return math.Min(fit, catalog.MaxPods)
