@@ -327,6 +327,8 @@ func (r *renderer) classRoom() corev1.ResourceList {
 // headroomDeployment is the placeholder Deployment: pause pods at the negative priority of
 // the chart's PriorityClass, pinned to the rung, tolerating the class's taints by key,
 // value and effect (never a blanket toleration), under the restricted Pod Security profile.
+// Every field the API server would default is rendered, so that the plan compares like
+// with like (a built-in kind has no CRD schema to default it in-process).
 func (r *renderer) headroomDeployment(t *template, h *Headroom, ho HeadroomOptions) *appsv1.Deployment {
 	ns := ho.Namespace
 	if ns == "" {
@@ -361,14 +363,19 @@ func (r *renderer) headroomDeployment(t *template, h *Headroom, ho HeadroomOptio
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{Name: HeadroomName(r.class.Name), Namespace: ns, Labels: labels},
 		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(h.Desired),
-			Selector: &metav1.LabelSelector{MatchLabels: podLabels},
+			Replicas:                ptr.To(h.Desired),
+			RevisionHistoryLimit:    ptr.To[int32](10),
+			ProgressDeadlineSeconds: ptr.To[int32](600),
+			Selector:                &metav1.LabelSelector{MatchLabels: podLabels},
 			// A shape change must not hold old and new units at once.
 			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
 				Spec: corev1.PodSpec{
 					PriorityClassName:             v1alpha1.HeadroomPriorityClass,
+					RestartPolicy:                 corev1.RestartPolicyAlways,
+					DNSPolicy:                     corev1.DNSClusterFirst,
+					SchedulerName:                 corev1.DefaultSchedulerName,
 					TerminationGracePeriodSeconds: ptr.To[int64](0),
 					AutomountServiceAccountToken:  ptr.To(false),
 					EnableServiceLinks:            ptr.To(false),
@@ -379,9 +386,12 @@ func (r *renderer) headroomDeployment(t *template, h *Headroom, ho HeadroomOptio
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
 					Containers: []corev1.Container{{
-						Name:      "pause",
-						Image:     image,
-						Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits},
+						Name:                     "pause",
+						Image:                    image,
+						ImagePullPolicy:          corev1.PullIfNotPresent,
+						TerminationMessagePath:   corev1.TerminationMessagePathDefault,
+						TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+						Resources:                corev1.ResourceRequirements{Requests: requests, Limits: limits},
 						SecurityContext: &corev1.SecurityContext{
 							AllowPrivilegeEscalation: ptr.To(false),
 							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
