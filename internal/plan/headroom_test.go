@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/capabilities"
 	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/render"
 )
@@ -17,7 +18,7 @@ import (
 // placeholder pods.
 func headroomFixture(t *testing.T, replicas int32) (*v1alpha1.WorkloadClass, *render.Result) {
 	t.Helper()
-	return fixtureWith(t, render.Options{Headroom: render.HeadroomOptions{Mechanism: v1alpha1.HeadroomPods}}, func(wc *v1alpha1.WorkloadClass) {
+	return fixtureWith(t, render.Options{Capabilities: capabilities.Capabilities{Headroom: v1alpha1.HeadroomPods}}, func(wc *v1alpha1.WorkloadClass) {
 		wc.Spec.Headroom = &v1alpha1.Headroom{Replicas: ptr.To(replicas), PodShape: &v1alpha1.HeadroomPodShape{CPU: ptr.To(resource.MustParse("1"))}}
 	})
 }

@@ -21,13 +21,10 @@ import (
 // nothing beyond its requests.
 const DefaultHeadroomImage = "registry.k8s.io/pause:3.10"
 
-// HeadroomOptions are what the manager (or the CLI) decides about headroom for every class.
+// HeadroomOptions are what sizes a class's headroom and what its placeholders run; the
+// mechanism and the namespace are Capabilities (the manager's --headroom and
+// --headroom-namespace).
 type HeadroomOptions struct {
-	// Mechanism is what a class with mechanism Auto gets: Pods or CapacityBuffer; Off (or
-	// empty) renders no headroom at all.
-	Mechanism v1alpha1.HeadroomMechanism
-	// Namespace holds the children; default v1alpha1.DefaultHeadroomNamespace.
-	Namespace string
 	// Image of the placeholder container; default DefaultHeadroomImage.
 	Image string
 	// Now evaluates the schedule and the shrink timer; zero treats every schedule as open.
@@ -123,7 +120,7 @@ func (r *renderer) headroom(t *template, rungs []Rung, add func(path, value stri
 		return nil
 	}
 	ho := r.opts.Headroom
-	h := &Headroom{Mechanism: ho.Mechanism}
+	h := &Headroom{Mechanism: r.opts.Capabilities.Headroom}
 	if h.Mechanism == "" || h.Mechanism == v1alpha1.HeadroomOff {
 		h.Mechanism, h.Reason = v1alpha1.HeadroomOff, v1alpha1.HeadroomReasonDisabled
 		add("headroom.mechanism", string(v1alpha1.HeadroomOff), OriginComputed("--headroom=off"))
@@ -330,10 +327,7 @@ func (r *renderer) classRoom() corev1.ResourceList {
 // Every field the API server would default is rendered, so that the plan compares like
 // with like (a built-in kind has no CRD schema to default it in-process).
 func (r *renderer) headroomDeployment(t *template, h *Headroom, ho HeadroomOptions) *appsv1.Deployment {
-	ns := ho.Namespace
-	if ns == "" {
-		ns = v1alpha1.DefaultHeadroomNamespace
-	}
+	ns := r.opts.Capabilities.HeadroomNamespaceOrDefault()
 	image := ho.Image
 	if image == "" {
 		image = DefaultHeadroomImage

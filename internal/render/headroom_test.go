@@ -18,11 +18,17 @@ func withHeadroom(h v1alpha1.Headroom) func(*v1alpha1.WorkloadClass) {
 	return func(wc *v1alpha1.WorkloadClass) { wc.Spec.Headroom = &h }
 }
 
-var podsHeadroom = render.HeadroomOptions{Mechanism: v1alpha1.HeadroomPods, Now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+var podsHeadroom = render.HeadroomOptions{Now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
 
+// renderHeadroom renders with placeholder pods, or with --headroom=off when ho is the zero
+// value.
 func renderHeadroom(t *testing.T, b *v1alpha1.Baseline, wc *v1alpha1.WorkloadClass, ho render.HeadroomOptions) (*render.Result, error) {
 	t.Helper()
-	return render.Render(b, wc, render.Options{Headroom: ho})
+	opts := render.Options{Headroom: ho}
+	if !ho.Now.IsZero() || ho.Usage != nil {
+		opts.Capabilities.Headroom = v1alpha1.HeadroomPods
+	}
+	return render.Render(b, wc, opts)
 }
 
 func TestHeadroomPlaceholderDeployment(t *testing.T) {
@@ -100,9 +106,9 @@ func TestHeadroomResolution(t *testing.T) {
 		{name: "a class's replicas 0 turns the Baseline's off", base: &v1alpha1.Headroom{Replicas: ptr.To[int32](3)},
 			class: &v1alpha1.Headroom{Replicas: ptr.To[int32](0)}, ho: podsHeadroom, none: true},
 		{name: "size is one group: the class's replicas drop the Baseline's percentage", base: &v1alpha1.Headroom{Percentage: ptr.To[int32](50), PodShape: unit},
-			class: &v1alpha1.Headroom{Replicas: ptr.To[int32](1)}, ho: render.HeadroomOptions{Mechanism: v1alpha1.HeadroomPods, Usage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}}, desired: 1, shapeSrc: "baseline"},
+			class: &v1alpha1.Headroom{Replicas: ptr.To[int32](1)}, ho: render.HeadroomOptions{Usage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}}, desired: 1, shapeSrc: "baseline"},
 		{name: "percentage of live usage", class: &v1alpha1.Headroom{Percentage: ptr.To[int32](20), PodShape: unit},
-			ho: render.HeadroomOptions{Mechanism: v1alpha1.HeadroomPods, Usage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("47")}}, desired: 10, shapeSrc: "class"},
+			ho: render.HeadroomOptions{Usage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("47")}}, desired: 10, shapeSrc: "class"},
 		{name: "weighting's podShape is the default unit", class: &v1alpha1.Headroom{Replicas: ptr.To[int32](1)}, ho: podsHeadroom, desired: 1,
 			mutate: func(wc *v1alpha1.WorkloadClass) {
 				wc.Spec.Weighting = &v1alpha1.Weighting{PodShape: &v1alpha1.PodShape{CPU: ptr.To(resource.MustParse("500m"))}}
