@@ -8,7 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -299,26 +298,11 @@ func (r *renderer) rungTypes(t *template, rung Rung) []*catalog.InstanceType {
 	return out
 }
 
-// classRoom is what the class's spec.limits leave above what its NodePools use (their
-// status.resources, Options.Usage); nil when the class has no limits.
+// classRoom is what the class's spec.limits leave above what all its NodePools use (their
+// status.resources, Options.Usage): rungLimits with no rung left out. nil when the class
+// has no limits.
 func (r *renderer) classRoom() corev1.ResourceList {
-	if len(r.class.Spec.Limits) == 0 {
-		return nil
-	}
-	room := corev1.ResourceList{}
-	for name, limit := range r.class.Spec.Limits {
-		left := limit.DeepCopy()
-		for _, used := range r.opts.Usage {
-			if u, ok := used[name]; ok {
-				left.Sub(u)
-			}
-		}
-		if left.Sign() < 0 {
-			left = resource.Quantity{}
-		}
-		room[name] = left
-	}
-	return room
+	return corev1.ResourceList(r.rungLimits(""))
 }
 
 // headroomDeployment is the placeholder Deployment: pause pods at the negative priority of
