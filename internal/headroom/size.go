@@ -50,6 +50,9 @@ type Result struct {
 	PendingSince *time.Time
 	// Percent is the percentage term before caps, for explain.
 	Percent float64
+	// Asked is max(replicas, ceil(percentage term)) before the caps: what lint compares
+	// with the class's limits.
+	Asked int32
 }
 
 // Size decides the unit count: max(replicas, ceil(percentage × usage units)) while the
@@ -73,7 +76,7 @@ func Size(in Input) Result {
 		return n, reason
 	}
 	target, reason := capped(max(in.Replicas, ceil(x)))
-	out := Result{Desired: target, Reason: reason, Percent: x}
+	out := Result{Desired: target, Reason: reason, Percent: x, Asked: max(in.Replicas, ceil(x))}
 	if in.Percentage == 0 || in.Fresh || target >= in.Previous {
 		return out
 	}

@@ -42,9 +42,12 @@ type Headroom struct {
 	// Shape is one unit's requests; ShapeFrom says where it came from.
 	Shape     corev1.ResourceList
 	ShapeFrom string
-	// Desired is the unit count rendered; Reason why it is not the size asked for.
-	Desired int32
-	Reason  string
+	// Desired is the unit count rendered; Asked the count the size asks for before the
+	// caps; Reason why Desired is not Asked, or why nothing is held.
+	Desired, Asked int32
+	Reason         string
+	// Schedule is the resolved spec.headroom.schedule.
+	Schedule headroom.Schedule
 	// Window and NextChange describe the schedule; PendingSince is the shrink timer.
 	Window       string
 	NextChange   time.Time
@@ -119,20 +122,21 @@ func (r *renderer) headroom(t *template, rungs []Rung, add func(path, value stri
 		return nil
 	}
 	ho := r.opts.Headroom
-	h := &Headroom{Mechanism: r.opts.Capabilities.Headroom}
-	if h.Mechanism == "" || h.Mechanism == v1alpha1.HeadroomOff {
+	// Everything is resolved and judged whatever the manager's mode, so the manager and
+	// the CLI refuse the same specs; only the children depend on it.
+	h := &Headroom{Mechanism: v1alpha1.HeadroomPods}
+	off := !r.opts.Capabilities.HeadroomOn()
+	switch {
+	case off:
 		h.Mechanism, h.Reason = v1alpha1.HeadroomOff, v1alpha1.HeadroomReasonDisabled
 		add("headroom.mechanism", string(v1alpha1.HeadroomOff), OriginComputed("--headroom=off"))
-		return h
-	}
-	// Only placeholder pods are built so far: CapacityBuffer falls back to them, reported.
-	mechOrigin := origins["mechanism"]
-	if spec.Mechanism == v1alpha1.HeadroomCapacityBuffer || h.Mechanism == v1alpha1.HeadroomCapacityBuffer {
+	case spec.Mechanism == v1alpha1.HeadroomCapacityBuffer || r.opts.Capabilities.Headroom == v1alpha1.HeadroomCapacityBuffer:
+		// Only placeholder pods are built so far: CapacityBuffer falls back to them, reported.
 		h.Reason = v1alpha1.HeadroomReasonMechanismFallback
-		mechOrigin = OriginComputed("CapacityBuffer not built; placeholder pods")
+		add("headroom.mechanism", string(h.Mechanism), OriginComputed("CapacityBuffer not built; placeholder pods"))
+	default:
+		add("headroom.mechanism", string(h.Mechanism), origins["mechanism"])
 	}
-	h.Mechanism = v1alpha1.HeadroomPods
-	add("headroom.mechanism", string(h.Mechanism), mechOrigin)
 
 	rung, ok := selectRung(rungs, spec.Rung)
 	if !ok {
@@ -199,8 +203,11 @@ func (r *renderer) headroom(t *template, rungs []Rung, add func(path, value stri
 		}
 	}
 	size := headroom.Size(in)
-	h.Desired, h.PendingSince = size.Desired, size.PendingSince
-	if size.Reason != "" {
+	h.Desired, h.PendingSince, h.Asked, h.Schedule = size.Desired, size.PendingSince, size.Asked, sched
+	if off {
+		h.Desired = 0
+	}
+	if size.Reason != "" && !off {
 		h.Reason = size.Reason
 	}
 	add("spec.headroom.replicas", fmt.Sprint(in.Replicas), origins["size"])
@@ -212,7 +219,9 @@ func (r *renderer) headroom(t *template, rungs []Rung, add func(path, value stri
 	}
 	add("headroom.desired", fmt.Sprint(h.Desired), OriginComputed(fmt.Sprintf("headroom-size (replicas %d, %d %% of %.2f units requested, %s)", in.Replicas, in.Percentage, headroom.UsageUnits(in.Usage, h.Shape), h.Window)))
 
-	h.Objects = []*appsv1.Deployment{r.headroomDeployment(t, h, ho)}
+	if !off {
+		h.Objects = []*appsv1.Deployment{r.headroomDeployment(t, h, ho)}
+	}
 	return h
 }
 
