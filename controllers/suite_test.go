@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/capabilities"
 	"github.com/poolsmith/poolsmith/internal/harness/testenv"
 	"github.com/poolsmith/poolsmith/internal/operator"
@@ -59,7 +60,7 @@ func startManager() {
 	Expect(err).NotTo(HaveOccurred())
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(sent.wrap)
-	mgr, err := operator.New(mgrCtx, cfg, operator.Options{MetricsAddr: "0", ProbeAddr: "0", MaxConcurrentReconciles: 4, SkipNameValidation: true, Capabilities: capabilities.Capabilities{NodeOverlays: true},
+	mgr, err := operator.New(mgrCtx, cfg, operator.Options{MetricsAddr: "0", ProbeAddr: "0", MaxConcurrentReconciles: 4, SkipNameValidation: true, Capabilities: capabilities.Capabilities{NodeOverlays: true, Headroom: v1alpha1.HeadroomPods},
 		Validator: refusing{crds}})
 	Expect(err).NotTo(HaveOccurred())
 	stopMgr, mgrDone = cancel, make(chan struct{})

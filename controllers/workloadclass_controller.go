@@ -10,6 +10,7 @@ import (
 	"time"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -222,6 +223,7 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 		o.fail(v1alpha1.ReasonInvalidSpec, msg)
 		return o, ctrl.Result{}, reconcile.TerminalError(errors.New(msg))
 	}
+	in.Inputs.Options.Headroom.Now = r.Signals.Clock()
 	out, err := r.cluster(wc).Plan(ctx, in.Inputs)
 	if err != nil {
 		var rerrs render.Errors
@@ -273,7 +275,9 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 		return o, ctrl.Result{}, err
 	}
 	o.Signals, o.CostBased = &in.Freshness, res.CostBased
-	return o, requeueForStaleness(ctrl.Result{}, in.Freshness, r.Signals.Clock()), nil
+	wc.Status.Headroom = headroomStatus(res, out.Live)
+	result := requeueForHeadroom(ctrl.Result{}, res, wc, in.Inputs.Options.Headroom.Now)
+	return o, requeueForStaleness(result, in.Freshness, r.Signals.Clock()), nil
 }
 
 // finalize deletes the class's NodePools, then its EC2NodeClass, then lets the class go.
@@ -287,9 +291,10 @@ func (r *WorkloadClassReconciler) finalize(ctx context.Context, wc *v1alpha1.Wor
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	// The AccessRule goes first and under every prune policy: an orphaned rule would go on
-	// enforcing a class that no longer exists.
-	for _, obj := range live.PolicyObjects() {
+	// The AccessRule and the headroom go first and under every prune policy: an orphaned
+	// rule would go on enforcing a class that no longer exists, and orphaned placeholders
+	// would go on holding nodes for it.
+	for _, obj := range append(live.PolicyObjects(), live.HeadroomObjects()...) {
 		if err := r.deleteChild(ctx, wc, obj); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -376,6 +381,10 @@ func (r *WorkloadClassReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	own := builder.WithPredicates(r.notOwnWrite())
 	if r.Capabilities.NodeOverlays {
 		b = b.Owns(&karpv1alpha1.NodeOverlay{}, own)
+	}
+	if r.Capabilities.HeadroomOn() {
+		// The cache holds only the headroom namespace's labelled Deployments (internal/operator).
+		b = b.Owns(&appsv1.Deployment{})
 	}
 	if r.Capabilities.AccessRules() {
 		b = b.Owns(&v1alpha1.AccessRule{}, own).

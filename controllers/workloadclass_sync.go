@@ -249,7 +249,7 @@ func (e *nameTaken) Error() string { return e.ref + " exists and is not controll
 func (r *WorkloadClassReconciler) ownershipCheck(ctx context.Context, wc *v1alpha1.WorkloadClass, want *unstructured.Unstructured, s plan.Step) error {
 	existing := &unstructured.Unstructured{}
 	existing.SetGroupVersionKind(want.GroupVersionKind())
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: s.Name}, existing); err != nil {
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), existing); err != nil {
 		return fmt.Errorf("reading the existing %s: %w", s.Ref(), err)
 	}
 	if !metav1.IsControlledBy(existing, wc) {

@@ -34,6 +34,10 @@ type BaselineSpec struct {
 	// by the API server; see Guardrails and docs/guardrails.md.
 	// +optional
 	Guardrails *Guardrails `json:"guardrails,omitempty"`
+	// headroom is the default for every class's spec.headroom; see docs/headroom.md for
+	// which fields a class overrides as a group.
+	// +optional
+	Headroom *Headroom `json:"headroom,omitempty"`
 }
 
 // NodePoolDefaults are the NodePool fields a Baseline sets for every derived NodePool.

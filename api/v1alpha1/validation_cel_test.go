@@ -67,6 +67,18 @@ func validClass() *v1alpha1.WorkloadClass {
 				AMISelectorTerms: []awsv1.AMISelectorTerm{{Alias: "bottlerocket@latest"}},
 				Tags:             v1alpha1.Tags{"workload": "web"},
 			},
+			Headroom: &v1alpha1.Headroom{
+				PodShape:   &v1alpha1.HeadroomPodShape{CPU: ptr.To(resource.MustParse("1")), Memory: ptr.To(resource.MustParse("2Gi")), ExtendedResources: map[string]string{"aws.amazon.com/neuron": "1"}},
+				Replicas:   ptr.To[int32](2),
+				Percentage: ptr.To[int32](20),
+				Limits:     corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")},
+				Schedule: []v1alpha1.HeadroomWindow{
+					{Start: "0 8 * * 1-5", Duration: metav1.Duration{Duration: 10 * time.Hour}, TimeZone: "Europe/Paris"},
+					{Start: "0 0 29 2 *", Duration: metav1.Duration{Duration: time.Hour}},
+				},
+				Rung:      &v1alpha1.RungSelector{CapacityType: v1alpha1.CapacityTypeOnDemand, Arch: v1alpha1.ArchitectureARM64, Slice: "m7g"},
+				Mechanism: v1alpha1.HeadroomPods,
+			},
 		},
 	}
 }
@@ -330,6 +342,51 @@ var _ = DescribeTable("rejects an invalid WorkloadClass, naming the field",
 		"spec.rebalance.maxConcurrent", "must be a number from 1 to 2147483647 or a percentage from 1% to 100%"),
 	Entry("rebalance quietPeriod zero", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Rebalance.QuietPeriod = &metav1.Duration{} },
 		"spec.rebalance.quietPeriod", "must be a positive duration"),
+	Entry("headroom percentage 0", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Headroom.Percentage = ptr.To[int32](0) },
+		"spec.headroom.percentage", "should be greater than or equal to 1"),
+	Entry("headroom percentage 150", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Headroom.Percentage = ptr.To[int32](150) },
+		"spec.headroom.percentage", "should be less than or equal to 100"),
+	Entry("headroom replicas above 1000", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Headroom.Replicas = ptr.To[int32](1001) },
+		"spec.headroom.replicas", "should be less than or equal to 1000"),
+	Entry("headroom cron with four fields", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Headroom.Schedule[0].Start = "0 8 * *" },
+		"spec.headroom.schedule[0].start", "start: five cron fields"),
+	Entry("headroom cron macro", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Headroom.Schedule[0].Start = "@daily" },
+		"spec.headroom.schedule[0].start", "start: five cron fields"),
+	Entry("headroom window on Feb 31", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Headroom.Schedule[0].Start = "0 9 31 2 *" },
+		"spec.headroom.schedule[0].start", "start: this day of month never occurs in those months"),
+	Entry("headroom window on the 31st of short months", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Headroom.Schedule[0].Start = "0 9 31 4,6 *" },
+		"spec.headroom.schedule[0].start", "start: this day of month never occurs in those months"),
+	Entry("headroom window in an unknown time zone", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Headroom.Schedule[0].TimeZone = "Mars/Olympus" },
+		"spec.headroom.schedule[0].timeZone", "timeZone: not an IANA time zone"),
+	Entry("headroom window longer than a week", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Headroom.Schedule[0].Duration = metav1.Duration{Duration: 169 * time.Hour}
+	}, "spec.headroom.schedule[0].duration", "duration: 1m..168h"),
+	Entry("headroom unit more GPUs than instances.gpu.count.max", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Instances.GPU = &v1alpha1.GPUShape{Count: &v1alpha1.IntRange{Max: ptr.To[int32](1)}}
+		wc.Spec.Headroom.PodShape.GPU = ptr.To[int32](2)
+	}, "spec.headroom.podShape.gpu", "headroom.podShape.gpu must be at most instances.gpu.count.max"),
+	Entry("headroom unit larger than any instance type", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Instances.CPU = nil
+		wc.Spec.Headroom.PodShape.CPU = ptr.To(resource.MustParse("897"))
+	}, "spec.headroom.podShape.cpu", "must be at most 896"),
+	Entry("headroom unit of zero memory", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Headroom.PodShape.Memory = ptr.To(resource.MustParse("0")) },
+		"spec.headroom.podShape.memory", "must be positive"),
+	Entry("headroom unit with no resource", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Headroom.PodShape = &v1alpha1.HeadroomPodShape{} },
+		"spec.headroom.podShape", "podShape needs a resource"),
+	Entry("headroom extended resource named nvidia.com/gpu", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Headroom.PodShape.ExtendedResources = map[string]string{"nvidia.com/gpu": "1"}
+	}, "spec.headroom.podShape.extendedResources", "qualified names with a domain, other than nvidia.com/gpu"),
+	Entry("headroom extended resource of half a unit", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Headroom.PodShape.ExtendedResources = map[string]string{"aws.amazon.com/neuron": "500m"}
+	}, "spec.headroom.podShape.extendedResources", "values must be positive integers"),
+	Entry("headroom limit of zero", func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Headroom.Limits[corev1.ResourceCPU] = resource.MustParse("0")
+	},
+		"spec.headroom.limits", "limits: every quantity must be positive"),
+	Entry("headroom mechanism unknown", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Headroom.Mechanism = "Off" },
+		"spec.headroom.mechanism", `supported values: "Auto", "CapacityBuffer", "Pods"`),
+	Entry("headroom rung of an unknown capacity type", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Headroom.Rung.CapacityType = "preemptible" },
+		"spec.headroom.rung.capacityType", "supported values"),
 	Entry("requirement minValues above its values", func(wc *v1alpha1.WorkloadClass) {
 		wc.Spec.Requirements = []v1alpha1.Requirement{{Key: "example.com/rack", Operator: "In", Values: []string{"a"}, MinValues: ptr.To(2)}}
 	}, "spec.requirements[0]: Invalid value", "requirements with 'minValues' must have at least that many values"),
@@ -356,6 +413,9 @@ var _ = DescribeTable("rejects an invalid Baseline, naming the field",
 	Entry("rebalance default with an unknown policy", func(b *v1alpha1.Baseline) {
 		b.Spec.Rebalance = &v1alpha1.Rebalance{Policy: "On"}
 	}, "spec.rebalance.policy", `supported values: "Off", "Preferred"`),
+	Entry("headroom default with percentage 150", func(b *v1alpha1.Baseline) {
+		b.Spec.Headroom = &v1alpha1.Headroom{Percentage: ptr.To[int32](150)}
+	}, "spec.headroom.percentage", "should be less than or equal to 100"),
 	Entry("no subnet selector (Karpenter's own rule)", func(b *v1alpha1.Baseline) { b.Spec.NodeClass.SubnetSelectorTerms = nil },
 		"spec.nodeClass.subnetSelectorTerms", "Required value"),
 	Entry("node label in Karpenter's domain", func(b *v1alpha1.Baseline) { b.Spec.NodePool.Labels["karpenter.sh/nodepool"] = "x" },

@@ -93,6 +93,7 @@ const (
 
 // WorkloadClassSpec declares what one kind of workload needs from its nodes.
 // +kubebuilder:validation:XValidation:rule="!has(self.profile) || self.profile != 'Custom' || (has(self.architectures) && has(self.capacityTypes))",message="profile Custom has no defaults: spec.architectures and spec.capacityTypes are required"
+// +kubebuilder:validation:XValidation:rule="!has(self.headroom) || !has(self.headroom.podShape) || !has(self.headroom.podShape.gpu) || !has(self.instances) || !has(self.instances.gpu) || !has(self.instances.gpu.count) || !has(self.instances.gpu.count.max) || self.headroom.podShape.gpu <= self.instances.gpu.count.max",message="headroom.podShape.gpu must be at most instances.gpu.count.max",fieldPath=".headroom.podShape.gpu"
 type WorkloadClassSpec struct {
 	// baselineRef names the Baseline this class builds on. When omitted, the Baseline
 	// named "default" is used.
@@ -255,6 +256,10 @@ type WorkloadClassSpec struct {
 	// nodes. Setting or removing access changes the rungs' taints, so their nodes drift.
 	// +optional
 	Access *Access `json:"access,omitempty"`
+
+	// headroom keeps spare capacity warm for the class on its preferred rung; see docs/headroom.md.
+	// +optional
+	Headroom *Headroom `json:"headroom,omitempty"`
 }
 
 // Access names the namespaces that may place pods on a class: those listed in namespaces,
@@ -666,6 +671,9 @@ type WorkloadClassStatus struct {
 	// cost is what the class's nodes cost now, by rung and capacity type; see CostStatus.
 	// +optional
 	Cost *CostStatus `json:"cost,omitempty"`
+	// headroom reports the class's warm capacity (spec.headroom).
+	// +optional
+	Headroom *HeadroomStatus `json:"headroom,omitempty"`
 }
 
 // WorkloadClass declares what one kind of workload needs. Poolsmith renders it, on top of
@@ -680,6 +688,7 @@ type WorkloadClassStatus struct {
 // +kubebuilder:printcolumn:name="Profile",type=string,JSONPath=`.status.profile`
 // +kubebuilder:printcolumn:name="Pools",type=integer,JSONPath=`.status.poolCount`
 // +kubebuilder:printcolumn:name="Cost/h",type=string,JSONPath=`.status.cost.perHour`
+// +kubebuilder:printcolumn:name="Headroom",type=string,JSONPath=`.status.headroom.display`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type WorkloadClass struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -8,6 +8,8 @@
 // no NodeOverlays.
 package capabilities
 
+import v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+
 // Capabilities says which optional children a class may render and which admission
 // policies enforce what it renders.
 type Capabilities struct {
@@ -22,6 +24,26 @@ type Capabilities struct {
 	// chart installs no namespace-default policy (the Access condition says so).
 	// Discovered by the operator, never set by a flag.
 	NoDefaultPolicies bool
+	// Headroom is the mechanism a class's spec.headroom gets (the manager's --headroom):
+	// Pods, or Off (empty counts as Off): then no headroom child is rendered, cached,
+	// written or pruned, and classes report status.headroom.reason Disabled.
+	Headroom v1alpha1.HeadroomMechanism
+	// HeadroomNamespace holds the headroom children (--headroom-namespace); default
+	// v1alpha1.DefaultHeadroomNamespace.
+	HeadroomNamespace string
+}
+
+// HeadroomOn reports whether headroom children are rendered, cached and written.
+func (c Capabilities) HeadroomOn() bool {
+	return c.Headroom != "" && c.Headroom != v1alpha1.HeadroomOff
+}
+
+// HeadroomNamespaceOrDefault is HeadroomNamespace, or the default.
+func (c Capabilities) HeadroomNamespaceOrDefault() string {
+	if c.HeadroomNamespace == "" {
+		return v1alpha1.DefaultHeadroomNamespace
+	}
+	return c.HeadroomNamespace
 }
 
 // AccessRules reports whether classes render, and the manager keeps, AccessRules.

@@ -51,6 +51,11 @@ const (
 	CheckUnknownSlice       = "unknown-slice"
 	CheckSpotOutlier        = "spot-outlier"
 	CheckRebalanceExpiry    = "rebalance-with-fallback-expiry"
+	// Headroom checks (docs/headroom.md). A unit no type of its rung hosts is an
+	// invalid-spec error naming the rung, from the renderer.
+	CheckHeadroomOverLimits     = "headroom-over-limits"
+	CheckHeadroomScheduleClosed = "headroom-schedule-closed"
+	CheckHeadroomPodsCost       = "headroom-pods-cost"
 )
 
 // Finding is one problem.
@@ -127,6 +132,7 @@ func Lint(classes []Class, opts render.Options) []Finding {
 		checkFallback(c, add)
 		checkRebalanceExpiry(c, add)
 		checkOutliers(c, opts, outliers, add)
+		checkHeadroom(c, opts, add)
 	}
 	results := make([]*render.Result, len(ok))
 	for i, c := range ok {

@@ -14,6 +14,7 @@ import (
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,6 +82,18 @@ func (c Cluster) Children(ctx context.Context, wc *v1alpha1.WorkloadClass) (plan
 		live.NodeClass = nc
 	case err != nil && !apierrors.IsNotFound(err):
 		return live, fmt.Errorf("getting EC2NodeClass %s: %w", wc.Name, err)
+	}
+	live.Headroom = map[string]*appsv1.Deployment{}
+	if c.Capabilities.HeadroomOn() {
+		deployments := &appsv1.DeploymentList{}
+		if err := c.Cached.List(ctx, deployments, owned, client.InNamespace(c.Capabilities.HeadroomNamespaceOrDefault())); err != nil {
+			return live, fmt.Errorf("listing headroom Deployments of WorkloadClass %s: %w", wc.Name, err)
+		}
+		live.Headroom = controlledBy(deployments.Items, wc)
+		for _, d := range live.Headroom {
+			// As the AccessRule below: the validator needs the kind.
+			d.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind(plan.KindDeployment))
+		}
 	}
 	live.Policies = map[string]client.Object{}
 	if !c.Capabilities.AccessRules() {
@@ -150,7 +163,7 @@ func controlledBy[T any, PT interface {
 func (c Cluster) lookup(ctx context.Context, wc *v1alpha1.WorkloadClass, res *render.Result, live *plan.Children) ([]client.Object, error) {
 	var foreign []client.Object
 	check := func(want client.Object, empty client.Object, adopt func(client.Object)) error {
-		err := c.Direct.Get(ctx, client.ObjectKey{Name: want.GetName()}, empty)
+		err := c.Direct.Get(ctx, client.ObjectKeyFromObject(want), empty)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -178,6 +191,18 @@ func (c Cluster) lookup(ctx context.Context, wc *v1alpha1.WorkloadClass, res *re
 		if _, ok := live.NodeOverlays[ov.Name]; !ok {
 			if err := check(ov, &karpv1alpha1.NodeOverlay{}, func(o client.Object) { live.NodeOverlays[o.GetName()] = o.(*karpv1alpha1.NodeOverlay) }); err != nil {
 				return nil, err
+			}
+		}
+	}
+	if res.Headroom != nil {
+		for _, d := range res.Headroom.Objects {
+			if _, ok := live.Headroom[d.Name]; !ok {
+				if err := check(d, &appsv1.Deployment{}, func(o client.Object) {
+					o.GetObjectKind().SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind(plan.KindDeployment))
+					live.Headroom[o.GetName()] = o.(*appsv1.Deployment)
+				}); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -123,6 +124,10 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	caps := opts.Capabilities
 	if caps.NodeOverlays {
 		byObject[&karpv1alpha1.NodeOverlay{}] = cache.ByObject{Label: managed}
+	}
+	if caps.HeadroomOn() {
+		// Only Poolsmith's placeholder Deployments, in the headroom namespace.
+		byObject[&appsv1.Deployment{}] = cache.ByObject{Label: managed, Namespaces: map[string]cache.Config{caps.HeadroomNamespaceOrDefault(): {}}}
 	}
 	caps.NoDefaultPolicies = true
 	if caps.AccessRules() {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,6 +60,8 @@ const (
 	KindNodeClass   = "EC2NodeClass"
 	KindNodePool    = "NodePool"
 	KindNodeOverlay = "NodeOverlay"
+	// KindDeployment is the headroom's placeholder Deployment, in the headroom namespace.
+	KindDeployment = "Deployment"
 	// KindAccessRule is the parameter of the chart's access and default policies.
 	KindAccessRule = render.KindAccessRule
 )
@@ -266,6 +269,8 @@ type Children struct {
 	NodeOverlays map[string]*karpv1alpha1.NodeOverlay
 	// Policies hold the class's AccessRule, by KIND/NAME.
 	Policies map[string]client.Object
+	// Headroom holds the class's placeholder Deployments in the headroom namespace, by name.
+	Headroom map[string]*appsv1.Deployment
 	// NodeClaims are the class's NodeClaims by the NodePool that launched them
 	// (karpenter.sh/nodepool). A retired rung is deleted only when it has none: Karpenter
 	// refreshes a NodePool's status.nodes only every few seconds, so a NodeClaim launched
@@ -283,6 +288,15 @@ func (c Children) PolicyObjects() []client.Object {
 	return objs
 }
 
+// HeadroomObjects are the class's headroom children by name.
+func (c Children) HeadroomObjects() []client.Object {
+	var objs []client.Object
+	for _, n := range slices.Sorted(maps.Keys(c.Headroom)) {
+		objs = append(objs, c.Headroom[n])
+	}
+	return objs
+}
+
 // Usage is what each NodePool uses now (status.resources), for splitting the class limit.
 func (c Children) Usage() map[string]corev1.ResourceList {
 	usage := map[string]corev1.ResourceList{}
@@ -293,6 +307,8 @@ func (c Children) Usage() map[string]corev1.ResourceList {
 }
 
 // Objects are every child: NodePools and NodeOverlays by name, then the EC2NodeClass.
+// Headroom children are not among them: they hold no nodes and go with the class under
+// every prune policy (HeadroomObjects).
 func (c Children) Objects() []client.Object {
 	objs := c.Ladder()
 	if c.NodeClass != nil {
@@ -395,6 +411,18 @@ func Compute(in Input, schema Schema) (*Plan, error) {
 		// The AccessRule judges pods at admission; Karpenter hashes nothing of it.
 		if err := add(kind, pol, live, func(client.Object, client.Object) diff.Drift { return diff.NoDrift }); err != nil {
 			return nil, err
+		}
+	}
+	if res.Headroom != nil {
+		for _, d := range res.Headroom.Objects {
+			var live client.Object
+			if l, ok := in.Live.Headroom[d.Name]; ok {
+				live = l
+			}
+			// Placeholder pods are not part of any NodePool's hash: no drift.
+			if err := add(KindDeployment, d, live, func(client.Object, client.Object) diff.Drift { return diff.NoDrift }); err != nil {
+				return nil, err
+			}
 		}
 	}
 	prune, err := pruneSteps(in)
@@ -515,6 +543,19 @@ func pruneSteps(in Input) ([]Step, error) {
 			steps = append(steps, Step{Action: Delete, Kind: KindOf(pol), Name: pol.GetName(), LiveObject: pol})
 		}
 	}
+	// Headroom holds no nodes of its own: one no longer rendered is deleted under every
+	// policy (Karpenter consolidates the nodes it kept warm).
+	wantedHeadroom := map[string]bool{}
+	if in.Result.Headroom != nil {
+		for _, d := range in.Result.Headroom.Objects {
+			wantedHeadroom[d.Name] = true
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(in.Live.Headroom)) {
+		if d := in.Live.Headroom[name]; !wantedHeadroom[name] && d.DeletionTimestamp.IsZero() {
+			steps = append(steps, Step{Action: Delete, Kind: KindDeployment, Name: name, LiveObject: d})
+		}
+	}
 	desired := map[string]bool{}
 	for _, np := range in.Result.NodePools {
 		desired[np.Name] = true
@@ -632,6 +673,8 @@ func KindOf(obj client.Object) string {
 		return KindNodeOverlay
 	case *v1alpha1.AccessRule:
 		return KindAccessRule
+	case *appsv1.Deployment:
+		return KindDeployment
 	}
 	return obj.GetObjectKind().GroupVersionKind().Kind
 }

@@ -25,6 +25,12 @@ import (
 
 func fixture(t *testing.T, mutate ...func(*v1alpha1.WorkloadClass)) (*v1alpha1.WorkloadClass, *render.Result) {
 	t.Helper()
+	return fixtureWith(t, render.Options{}, mutate...)
+}
+
+// fixtureWith is fixture rendered with opts.
+func fixtureWith(t *testing.T, opts render.Options, mutate ...func(*v1alpha1.WorkloadClass)) (*v1alpha1.WorkloadClass, *render.Result) {
+	t.Helper()
 	b := &v1alpha1.Baseline{
 		ObjectMeta: metav1.ObjectMeta{Name: "default"},
 		Spec: v1alpha1.BaselineSpec{NodeClass: awsv1.EC2NodeClassSpec{
@@ -45,7 +51,7 @@ func fixture(t *testing.T, mutate ...func(*v1alpha1.WorkloadClass)) (*v1alpha1.W
 	for _, m := range mutate {
 		m(wc)
 	}
-	res, err := render.Render(b, wc, render.Options{})
+	res, err := render.Render(b, wc, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

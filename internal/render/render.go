@@ -44,6 +44,9 @@ type Options struct {
 	// policies (the manager's --access-policies=false) no AccessRule is rendered and
 	// spec.access is neither checked nor enforced.
 	Capabilities capabilities.Capabilities
+	// Headroom is the manager's headroom mechanism and namespace, and what sizes a class's
+	// headroom: the time and the class's live usage. Zero: no headroom is rendered.
+	Headroom HeadroomOptions
 }
 
 // Result is a rendered NodePool family.
@@ -67,6 +70,9 @@ type Result struct {
 	// Settings are the class's resolved settings beyond its objects (rebalance, access),
 	// each with its origin: the controller, the CLI and lint read them from here.
 	Settings Settings
+	// Headroom is the class's warm capacity (spec.headroom) and its children; nil when the
+	// class has none.
+	Headroom *Headroom
 	// Provenance has every field of the EC2NodeClass and then of each NodePool.
 	Provenance Provenance
 }
@@ -162,12 +168,17 @@ func Render(baseline *v1alpha1.Baseline, class *v1alpha1.WorkloadClass, opts Opt
 	if opts.Capabilities.AccessRules() {
 		r.checkAccess(tmpl)
 	}
+	var headroomFields []Field
+	hr := r.headroom(tmpl, rungs, func(path, value string, origin Origin) {
+		headroomFields = append(headroomFields, Field{Object: "WorkloadClass/" + class.Name, Path: path, Value: value, Origin: origin})
+	})
 	if len(r.errs) > 0 {
 		return nil, r.errs
 	}
 
 	res := &Result{Class: class.Name, Profile: r.profileName, NodeClass: nodeClass, Rungs: rungs, CostBased: r.strategy() != v1alpha1.WeightingStatic,
-		Settings: Resolve(Inputs{Class: class, Baseline: baseline, Options: opts})}
+		Settings: Resolve(Inputs{Class: class, Baseline: baseline, Options: opts}), Headroom: hr}
+	res.Settings.Fields = append(res.Settings.Fields, headroomFields...)
 	nodeClassDoc, err := CleanJSON(nodeClass)
 	if err != nil {
 		return nil, err
@@ -190,6 +201,22 @@ func Render(baseline *v1alpha1.Baseline, class *v1alpha1.WorkloadClass, opts Opt
 		}
 		res.NodeOverlays = append(res.NodeOverlays, ov)
 		res.Provenance = append(res.Provenance, trace("NodeOverlay/"+ov.Name, doc, overlayOrigins[i])...)
+	}
+	if hr != nil {
+		for _, d := range hr.Objects {
+			doc, err := CleanJSON(d)
+			if err != nil {
+				return nil, err
+			}
+			o := origins{}
+			o.set("", OriginComputed("headroom"))
+			o.set("metadata", OriginComputed("class"))
+			o.set("spec.replicas", OriginComputed("headroom-size"))
+			o.set("spec.template.spec.nodeSelector", OriginComputed("headroom rung "+hr.Rung))
+			o.set("spec.template.spec.tolerations", OriginComputed("the class's taints"))
+			o.set("spec.template.spec.containers[pause].resources", Origin(hr.ShapeFrom))
+			res.Provenance = append(res.Provenance, trace("Deployment/"+d.Namespace+"/"+d.Name, doc, o)...)
+		}
 	}
 	if opts.Capabilities.AccessRules() {
 		rule := r.accessRule(tmpl, rungs)

@@ -12,6 +12,7 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/headroom"
 )
 
 // RiskPenalty multiplies a spot price by its Spot Instance Advisor interruption bucket
@@ -244,21 +245,7 @@ func (r *renderer) unitsOf(t *catalog.InstanceType) float64 {
 	if shape == nil {
 		return r.unit().Of(t)
 	}
-	fit := math.Inf(1)
-	if shape.CPU != nil && shape.CPU.MilliValue() > 0 {
-		fit = math.Min(fit, math.Floor((float64(t.VCPU)*1000-catalog.KubeReservedMilliCPU(t.VCPU))/float64(shape.CPU.MilliValue())))
-	}
-	if shape.Memory != nil && shape.Memory.Value() > 0 {
-		allocatable := float64(t.MemoryMiB - catalog.KubeReservedMemoryMiB(catalog.MaxPods) - catalog.EvictionMemoryMiB)
-		fit = math.Min(fit, math.Floor(allocatable*(1<<20)/float64(shape.Memory.Value())))
-	}
-	if shape.GPU != nil && *shape.GPU > 0 {
-		fit = math.Min(fit, math.Floor(float64(t.GPUs)/float64(*shape.GPU)))
-	}
-	if math.IsInf(fit, 1) || fit < 1 {
-		return 0
-	}
-	return math.Min(fit, catalog.MaxPods)
+	return headroom.UnitsOf(t, headroom.Shape(headroom.FromPodShape(shape)))
 }
 
 // USD formats money for status, events and explain: rounded to a hundredth of a cent

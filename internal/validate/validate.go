@@ -175,7 +175,7 @@ func poolsmithCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 // checks it as one of the built-in admission policy kinds.
 func (v *Validator) Known(gvk schema.GroupVersionKind) bool {
 	_, ok := v.kinds[gvk]
-	return ok || IsPolicy(gvk)
+	return ok || IsPolicy(gvk) || isDeployment(gvk)
 }
 
 // Create returns the error the API server would answer a create of obj with, or nil.
@@ -224,6 +224,9 @@ func (v *Validator) judge(obj, old map[string]any, check func(u, o *unstructured
 		if doc, ok := policy(doc); ok {
 			return checkPolicy(doc)
 		}
+		if isDeployment((&unstructured.Unstructured{Object: doc}).GroupVersionKind()) {
+			return checkDeployment(doc)
+		}
 		u, k, err := v.prepareDoc(doc)
 		if err != nil {
 			return err
@@ -248,6 +251,10 @@ func (v *Validator) Defaulted(obj map[string]any) (map[string]any, error) {
 	if doc, ok := policy(obj); ok {
 		// Poolsmith renders every field the API server would default.
 		return doc, nil
+	}
+	if isDeployment((&unstructured.Unstructured{Object: obj}).GroupVersionKind()) {
+		// The headroom Deployment too (render.headroomDeployment).
+		return Normalize(obj)
 	}
 	u, _, err := v.prepare(obj)
 	if err != nil {

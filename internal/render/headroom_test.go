@@ -1,0 +1,176 @@
+package render_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/render"
+)
+
+func withHeadroom(h v1alpha1.Headroom) func(*v1alpha1.WorkloadClass) {
+	return func(wc *v1alpha1.WorkloadClass) { wc.Spec.Headroom = &h }
+}
+
+var podsHeadroom = render.HeadroomOptions{Now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+
+// renderHeadroom renders with placeholder pods, or with --headroom=off when ho is the zero
+// value.
+func renderHeadroom(t *testing.T, b *v1alpha1.Baseline, wc *v1alpha1.WorkloadClass, ho render.HeadroomOptions) (*render.Result, error) {
+	t.Helper()
+	opts := render.Options{Headroom: ho}
+	if !ho.Now.IsZero() || ho.Usage != nil {
+		opts.Capabilities.Headroom = v1alpha1.HeadroomPods
+	}
+	return render.Render(b, wc, opts)
+}
+
+func TestHeadroomPlaceholderDeployment(t *testing.T) {
+	wc := class("ci", v1alpha1.ProfileBurstableCI, withHeadroom(v1alpha1.Headroom{Replicas: ptr.To[int32](2),
+		PodShape: &v1alpha1.HeadroomPodShape{CPU: ptr.To(resource.MustParse("1")), Memory: ptr.To(resource.MustParse("2Gi"))}}),
+		func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.Access = &v1alpha1.Access{Namespaces: []string{"ci"}}
+			wc.Spec.Taints = v1alpha1.Taints{{Key: "example.com/ci", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+		})
+	res, err := renderHeadroom(t, baseline(), wc, podsHeadroom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := res.Headroom
+	if h == nil || len(h.Objects) != 1 {
+		t.Fatalf("headroom %+v", h)
+	}
+	d := h.Objects[0]
+	if d.Namespace != v1alpha1.DefaultHeadroomNamespace || d.Name != "ci-headroom" || *d.Spec.Replicas != 2 {
+		t.Errorf("deployment %s/%s replicas %d", d.Namespace, d.Name, *d.Spec.Replicas)
+	}
+	if h.Rung != res.NodePools[0].Name || d.Spec.Template.Spec.NodeSelector["karpenter.sh/nodepool"] != h.Rung {
+		t.Errorf("pinned to %q (rung %q), want the top rung %q", d.Spec.Template.Spec.NodeSelector, h.Rung, res.NodePools[0].Name)
+	}
+	spec := d.Spec.Template.Spec
+	if spec.PriorityClassName != v1alpha1.HeadroomPriorityClass || *spec.TerminationGracePeriodSeconds != 0 {
+		t.Errorf("priority %q grace %d", spec.PriorityClassName, *spec.TerminationGracePeriodSeconds)
+	}
+	// Every NoSchedule/NoExecute taint of the rung is tolerated by key, value and effect;
+	// none by a blanket Exists.
+	for _, taint := range res.NodePools[0].Spec.Template.Spec.Taints {
+		found := false
+		for _, tol := range spec.Tolerations {
+			if tol.Operator == corev1.TolerationOpExists {
+				t.Errorf("blanket toleration %+v", tol)
+			}
+			found = found || (tol.Key == taint.Key && tol.Value == taint.Value && tol.Effect == taint.Effect && tol.Operator == corev1.TolerationOpEqual)
+		}
+		if !found && taint.Effect != corev1.TaintEffectPreferNoSchedule {
+			t.Errorf("taint %+v is not tolerated", taint)
+		}
+	}
+	if c := spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; c.String() != "1" {
+		t.Errorf("cpu request %s", c.String())
+	}
+	if d.Labels[v1alpha1.LabelClass] != "ci" || d.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue {
+		t.Errorf("labels %v", d.Labels)
+	}
+	var sawReplicas bool
+	for _, f := range res.Provenance {
+		if f.Object == "Deployment/poolsmith-headroom/ci-headroom" && f.Path == "spec.replicas" {
+			sawReplicas = strings.HasPrefix(string(f.Origin), "computed:headroom-size")
+		}
+	}
+	if !sawReplicas {
+		t.Error("explain has no origin for the Deployment's replicas")
+	}
+}
+
+func TestHeadroomResolution(t *testing.T) {
+	unit := &v1alpha1.HeadroomPodShape{CPU: ptr.To(resource.MustParse("1"))}
+	for _, tc := range []struct {
+		name     string
+		base     *v1alpha1.Headroom
+		class    *v1alpha1.Headroom
+		ho       render.HeadroomOptions
+		mutate   func(*v1alpha1.WorkloadClass)
+		desired  int32
+		none     bool
+		reason   string
+		shapeSrc string
+	}{
+		{name: "no headroom anywhere", ho: podsHeadroom, none: true},
+		{name: "a Baseline default", base: &v1alpha1.Headroom{Replicas: ptr.To[int32](3), PodShape: unit}, ho: podsHeadroom, desired: 3, shapeSrc: "baseline"},
+		{name: "a class's replicas 0 turns the Baseline's off", base: &v1alpha1.Headroom{Replicas: ptr.To[int32](3)},
+			class: &v1alpha1.Headroom{Replicas: ptr.To[int32](0)}, ho: podsHeadroom, none: true},
+		{name: "size is one group: the class's replicas drop the Baseline's percentage", base: &v1alpha1.Headroom{Percentage: ptr.To[int32](50), PodShape: unit},
+			class: &v1alpha1.Headroom{Replicas: ptr.To[int32](1)}, ho: render.HeadroomOptions{Usage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}}, desired: 1, shapeSrc: "baseline"},
+		{name: "percentage of live usage", class: &v1alpha1.Headroom{Percentage: ptr.To[int32](20), PodShape: unit},
+			ho: render.HeadroomOptions{Usage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("47")}}, desired: 10, shapeSrc: "class"},
+		{name: "weighting's podShape is the default unit", class: &v1alpha1.Headroom{Replicas: ptr.To[int32](1)}, ho: podsHeadroom, desired: 1,
+			mutate: func(wc *v1alpha1.WorkloadClass) {
+				wc.Spec.Weighting = &v1alpha1.Weighting{PodShape: &v1alpha1.PodShape{CPU: ptr.To(resource.MustParse("500m"))}}
+			}, shapeSrc: "computed:weighting.podShape"},
+		{name: "the typical pod otherwise", class: &v1alpha1.Headroom{Replicas: ptr.To[int32](1)}, ho: podsHeadroom, desired: 1, shapeSrc: "computed:typical-pod of "},
+		{name: "a closed window holds none", class: &v1alpha1.Headroom{Replicas: ptr.To[int32](2), PodShape: unit,
+			Schedule: []v1alpha1.HeadroomWindow{{Start: "0 20 * * *", Duration: metav1.Duration{Duration: time.Hour}}}}, ho: podsHeadroom, desired: 0, reason: v1alpha1.HeadroomReasonClosed},
+		{name: "the class's limits cap it", class: &v1alpha1.Headroom{Replicas: ptr.To[int32](10), PodShape: unit}, ho: podsHeadroom,
+			mutate: func(wc *v1alpha1.WorkloadClass) {
+				wc.Spec.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
+			},
+			desired: 4, reason: v1alpha1.HeadroomReasonCappedByClassLimits},
+		{name: "--headroom=off renders none", class: &v1alpha1.Headroom{Replicas: ptr.To[int32](2), PodShape: unit}, ho: render.HeadroomOptions{}, desired: 0, reason: v1alpha1.HeadroomReasonDisabled},
+		{name: "CapacityBuffer falls back to pods, reported", class: &v1alpha1.Headroom{Replicas: ptr.To[int32](2), PodShape: unit, Mechanism: v1alpha1.HeadroomCapacityBuffer},
+			ho: podsHeadroom, desired: 2, reason: v1alpha1.HeadroomReasonMechanismFallback},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := baseline(func(b *v1alpha1.Baseline) { b.Spec.Headroom = tc.base })
+			wc := class("web", v1alpha1.ProfileGeneral, func(wc *v1alpha1.WorkloadClass) {
+				wc.Spec.Headroom = tc.class
+				if tc.mutate != nil {
+					tc.mutate(wc)
+				}
+			})
+			res, err := renderHeadroom(t, b, wc, tc.ho)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := res.Headroom
+			if tc.none {
+				if h != nil {
+					t.Fatalf("headroom %+v, want none", h)
+				}
+				return
+			}
+			if h == nil || h.Desired != tc.desired || h.Reason != tc.reason || !strings.HasPrefix(h.ShapeFrom, tc.shapeSrc) {
+				t.Fatalf("headroom %+v, want desired %d reason %q shape from %q", h, tc.desired, tc.reason, tc.shapeSrc)
+			}
+			if tc.reason == v1alpha1.HeadroomReasonDisabled && len(h.Objects) != 0 {
+				t.Errorf("--headroom=off rendered %d objects", len(h.Objects))
+			}
+		})
+	}
+}
+
+func TestHeadroomInvalidNamesTheField(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		h     v1alpha1.Headroom
+		field string
+	}{
+		{"no rung matches", v1alpha1.Headroom{Replicas: ptr.To[int32](1), Rung: &v1alpha1.RungSelector{CapacityType: v1alpha1.CapacityTypeReserved}}, "spec.headroom.rung: no rung of the class matches capacityType reserved"},
+		{"a unit no type of the rung hosts", v1alpha1.Headroom{Replicas: ptr.To[int32](1), PodShape: &v1alpha1.HeadroomPodShape{CPU: ptr.To(resource.MustParse("500"))}}, "spec.headroom.podShape: cpu: 500 fits on no instance type rung"},
+		{"an unknown time zone", v1alpha1.Headroom{Replicas: ptr.To[int32](1), Schedule: []v1alpha1.HeadroomWindow{{Start: "0 8 * * *", Duration: metav1.Duration{Duration: time.Hour}, TimeZone: "Mars/Olympus"}}}, "spec.headroom.schedule[0].timeZone"},
+		{"a window that never opens", v1alpha1.Headroom{Replicas: ptr.To[int32](1), Schedule: []v1alpha1.HeadroomWindow{{Start: "0 8 30 2 *", Duration: metav1.Duration{Duration: time.Hour}}}}, "spec.headroom.schedule[0].start: \"0 8 30 2 *\" never opens"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wc := class("web", v1alpha1.ProfileGeneral, withCapacityTypes(v1alpha1.CapacityTypeSpot, v1alpha1.CapacityTypeOnDemand), withHeadroom(tc.h))
+			_, err := renderHeadroom(t, baseline(), wc, podsHeadroom)
+			if err == nil || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("err = %v, want %q", err, tc.field)
+			}
+		})
+	}
+}
