@@ -81,12 +81,28 @@ func kustomizeRBAC(t *testing.T) rbacInstall {
 	}
 }
 
+// rbacObjects keeps an install's ServiceAccounts, bindings and the roles those bindings
+// grant. A role no binding of the install names (the chart's workloadclass-editor and
+// -viewer, which platform teams bind to people) grants the manager nothing, so the sweep
+// has no scenario that could show it needed.
 func rbacObjects(objs []manifest.Object) []manifest.Object {
+	bound := map[string]bool{}
+	for _, o := range objs {
+		if o.GetKind() == "ClusterRoleBinding" || o.GetKind() == "RoleBinding" {
+			kind, _, _ := unstructured.NestedString(o.Object, "roleRef", "kind")
+			name, _, _ := unstructured.NestedString(o.Object, "roleRef", "name")
+			bound[kind+"/"+name] = true
+		}
+	}
 	var keep []manifest.Object
 	for _, o := range objs {
 		switch o.GetKind() {
-		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+		case "ServiceAccount", "ClusterRoleBinding", "RoleBinding":
 			keep = append(keep, o)
+		case "ClusterRole", "Role":
+			if bound[o.GetKind()+"/"+o.GetName()] {
+				keep = append(keep, o)
+			}
 		}
 	}
 	return keep
