@@ -427,12 +427,19 @@ var launches = predicate.Funcs{
 	},
 }
 
-// budgetedClassOfNodeClaim is classOfNodeClaim for classes with a spec.budget: others do
-// not price their NodeClaims.
+// budgetedClassOfNodeClaim is classOfNodeClaim for classes with a budget (their own, or
+// their Baseline's ceiling): others do not price their NodeClaims.
 func (r *WorkloadClassReconciler) budgetedClassOfNodeClaim(ctx context.Context, obj client.Object) []reconcile.Request {
 	reqs := classOfNodeClaim(ctx, obj)
 	wc := &v1alpha1.WorkloadClass{}
-	if len(reqs) == 0 || r.Get(ctx, reqs[0].NamespacedName, wc) != nil || wc.Spec.Budget == nil {
+	if len(reqs) == 0 || r.Get(ctx, reqs[0].NamespacedName, wc) != nil {
+		return nil
+	}
+	baseline := &v1alpha1.Baseline{}
+	if r.Get(ctx, client.ObjectKey{Name: wc.BaselineName()}, baseline) != nil {
+		baseline = nil
+	}
+	if budget, _ := render.ClassBudget(baseline, wc); budget == nil {
 		return nil
 	}
 	return reqs

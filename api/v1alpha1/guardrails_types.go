@@ -134,6 +134,13 @@ type Ceilings struct {
 	// +kubebuilder:validation:XValidation:rule="!quantity(string(self)).isLessThan(quantity('0'))",message="must not be negative"
 	// +optional
 	Nodes *resource.Quantity `json:"nodes,omitempty"`
+	// budgetPerHour caps spec.budget.perHour (US dollars per hour, written as there, e.g.
+	// "100.00"): a class's own budget may be no higher and must be enforced (mode Warn is
+	// refused), and a class that sets no budget is held to this one, enforced.
+	// +kubebuilder:validation:MaxLength=16
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]{1,7}([.][0-9]{1,4})?$') && self.matches('[1-9]')",message="must be US dollars per hour above 0 with at most 4 decimals, e.g. 100.00"
+	// +optional
+	BudgetPerHour string `json:"budgetPerHour,omitempty"`
 }
 
 // CapacityTypeGrant lets the classes labelled label=true use capacityType.

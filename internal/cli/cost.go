@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -116,12 +117,22 @@ func runCost(c *cobra.Command, flags *costFlags) error {
 		if err != nil {
 			return err
 		}
+		// The budget is the class's own, else its Baseline's ceiling; a Baseline that is
+		// missing sets none.
+		baseline := &v1alpha1.Baseline{}
+		if err := cl.Get(ctx, client.ObjectKey{Name: wc.BaselineName()}, baseline); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("getting Baseline %s: %w", wc.BaselineName(), err)
+			}
+			baseline = nil
+		}
 		b := cost.Compute(in)
-		cc := classCost{Class: wc.Name, Cost: b.Status(), Preferred: b.Preferred, Budget: wc.Spec.Budget}
+		budget, _ := render.ClassBudget(baseline, wc)
+		cc := classCost{Class: wc.Name, Cost: b.Status(), Preferred: b.Preferred, Budget: budget}
 		if st := wc.Status.Cost; st != nil {
 			cc.Cost.MonthToDate, cc.Cost.Month, cc.Cost.AccumulatedAt = st.MonthToDate, st.Month, st.AccumulatedAt
 		}
-		if v := cost.Judge(wc.Spec.Budget, b.PerHour); v != nil {
+		if v := cost.Judge(budget, b.PerHour); v != nil {
 			cc.BudgetExceeded = &v.Over
 		}
 		if c := meta.FindStatusCondition(wc.Status.Conditions, v1alpha1.ConditionBudgetExceeded); c != nil {
@@ -177,14 +188,10 @@ func printCosts(w io.Writer, out []classCost) {
 // type, and the requests of the workload's pods placed on it (DaemonSet pods are not
 // added, and the type's whole vCPUs and memory stand in for allocatable, so idle is a
 // little high). The month to date has no meaning for a preview.
-func simulatedCosts(classes []*v1alpha1.WorkloadClass, results []*render.Result, sim *simulate.Result, pods []*corev1.Pod, cat *catalog.Catalog, region string) []classCost {
+func simulatedCosts(results []*render.Result, sim *simulate.Result, pods []*corev1.Pod, cat *catalog.Catalog, region string) []classCost {
 	requests := map[string]corev1.ResourceList{}
 	for _, p := range pods {
 		requests[p.Namespace+"/"+p.Name] = resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
-	}
-	spec := map[string]*v1alpha1.WorkloadClass{}
-	for _, wc := range classes {
-		spec[wc.Name] = wc
 	}
 	var out []classCost
 	for _, res := range results {
@@ -211,9 +218,8 @@ func simulatedCosts(classes []*v1alpha1.WorkloadClass, results []*render.Result,
 		}
 		b := cost.Compute(in)
 		cc := classCost{Class: res.Class, Cost: b.Status(), Preferred: b.Preferred}
-		if wc := spec[res.Class]; wc != nil {
-			cc.Budget = wc.Spec.Budget
-			if v := cost.Judge(wc.Spec.Budget, b.PerHour); v != nil {
+		if cc.Budget = res.Settings.Budget; cc.Budget != nil {
+			if v := cost.Judge(cc.Budget, b.PerHour); v != nil {
 				cc.BudgetExceeded = &v.Over
 			}
 		}

@@ -97,7 +97,7 @@ offerings, when given; else offered in every zone at on-demand and spot).
 					return inputError{err.Error()}
 				}
 			}
-			costs := simulatedCosts(in.classes, results, ours, pods, in.opts.Catalog, flags.region)
+			costs := simulatedCosts(results, ours, pods, in.opts.Catalog, flags.region)
 			return writeSimulation(c.OutOrStdout(), flags.output, ours, theirs, compare, costs)
 		},
 	}

@@ -106,6 +106,11 @@ func TestTheAPIServerEnforcesGuardrailsAndOwnership(t *testing.T) {
 	}{
 		{"team A creates a class within bounds", alice, named(Within(), "a-web"), "", true},
 		{"limits above the ceiling", alice, edit(named(Within(), "a-big"), func(wc *v1alpha1.WorkloadClass) { wc.Spec.Limits[corev1.ResourceCPU] = resource.MustParse("1000") }), render.GuardrailsPolicyName, true},
+		{"a budget above the ceiling", alice, edit(named(Within(), "a-spendy"), func(wc *v1alpha1.WorkloadClass) { wc.Spec.Budget = &v1alpha1.Budget{PerHour: "75"} }), render.GuardrailsPolicyName, true},
+		{"a budget that only warns", alice, edit(named(Within(), "a-warn"), func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.Budget = &v1alpha1.Budget{PerHour: "5", Mode: v1alpha1.BudgetWarn}
+		}), render.GuardrailsPolicyName, true},
+		{"a budget within the ceiling", alice, edit(named(Within(), "a-thrifty"), func(wc *v1alpha1.WorkloadClass) { wc.Spec.Budget = &v1alpha1.Budget{PerHour: "49.5"} }), "", true},
 		{"a forbidden capacity type", alice, edit(named(Within(), "a-od"), func(wc *v1alpha1.WorkloadClass) {
 			wc.Spec.CapacityTypes = []v1alpha1.CapacityType{v1alpha1.CapacityTypeOnDemand}
 		}), render.GuardrailsPolicyName, true},
@@ -204,6 +209,12 @@ func TestTheAPIServerEnforcesGuardrailsAndOwnership(t *testing.T) {
 			b.Spec.Guardrails.Families = []string{"t3"}
 			return admin.Create(ctx, b) // RBAC gives Baselines to cluster administrators, not the editor role
 		}, "guardrails.families: every family must belong to one of guardrails.categories"},
+		{"a budget ceiling of 0 is refused on the Baseline", func() error {
+			b := Bounded()
+			b.Name = "zero-budget"
+			b.Spec.Guardrails.Ceilings.BudgetPerHour = "0.00"
+			return admin.Create(ctx, b)
+		}, "budgetPerHour: Invalid value"},
 	} {
 		t.Run(row.name, func(t *testing.T) { refused(t, row.err(), row.policy) })
 	}

@@ -30,7 +30,7 @@ func Bounded() *v1alpha1.Baseline {
 			},
 			NodePool: v1alpha1.NodePoolDefaults{Labels: v1alpha1.NodeLabels{"example.com/env": "prod"}},
 			Guardrails: &v1alpha1.Guardrails{
-				Ceilings:           &v1alpha1.Ceilings{CPU: ptr.To(q("256")), Memory: ptr.To(q("1Ti")), GPU: ptr.To(q("8")), Nodes: ptr.To(q("20"))},
+				Ceilings:           &v1alpha1.Ceilings{CPU: ptr.To(q("256")), Memory: ptr.To(q("1Ti")), GPU: ptr.To(q("8")), Nodes: ptr.To(q("20")), BudgetPerHour: "50.00"},
 				Profiles:           []v1alpha1.Profile{v1alpha1.ProfileGeneral, v1alpha1.ProfileGPU},
 				CapacityTypes:      []v1alpha1.CapacityType{v1alpha1.CapacityTypeSpot},
 				CapacityTypeGrants: []v1alpha1.CapacityTypeGrant{{CapacityType: v1alpha1.CapacityTypeOnDemand, Label: "example.com/on-demand"}},
@@ -68,6 +68,11 @@ func TestJudge(t *testing.T) {
 		{"within", func(*v1alpha1.WorkloadClass) {}, "", ""},
 		{"cpu above the ceiling", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Limits[corev1.ResourceCPU] = resource.MustParse("1000") }, "spec.limits", "cpu 1k is above the ceiling 256"},
 		{"gpu above the ceiling", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Limits[v1alpha1.LimitNvidiaGPU] = resource.MustParse("9") }, "spec.limits", "nvidia.com/gpu 9 is above the ceiling 8"},
+		{"a budget within the ceiling", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Budget = &v1alpha1.Budget{PerHour: "49.9999"} }, "", ""},
+		{"a budget above the ceiling", func(wc *v1alpha1.WorkloadClass) { wc.Spec.Budget = &v1alpha1.Budget{PerHour: "50.01"} }, "spec.budget", "perHour 50.01 is above the ceiling 50.00"},
+		{"a budget in mode Warn", func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.Budget = &v1alpha1.Budget{PerHour: "10", Mode: v1alpha1.BudgetWarn}
+		}, "spec.budget", "mode Warn is not allowed under a budget ceiling"},
 		{"on-demand without the grant", func(wc *v1alpha1.WorkloadClass) {
 			wc.Spec.CapacityTypes = append(wc.Spec.CapacityTypes, v1alpha1.CapacityTypeOnDemand)
 		}, "spec.capacityTypes", "on-demand is not allowed"},
@@ -129,6 +134,23 @@ func TestJudge(t *testing.T) {
 				t.Errorf("first refusal %s: %s (reason %s); want %s: ...%s... (%s)", errs[0].Field, errs[0].Message, errs.Reason(), row.field, row.says, reason)
 			}
 		})
+	}
+}
+
+// A class that sets no budget is held to the ceiling, enforced, origin baseline:guardrail;
+// its own budget stays the class's.
+func TestTheBudgetCeilingIsTheDefaultBudget(t *testing.T) {
+	wc := Within()
+	b, origin := render.ClassBudget(Bounded(), wc)
+	if b == nil || b.PerHour != "50.00" || b.Mode != v1alpha1.BudgetEnforce || origin != render.OriginGuardrail {
+		t.Errorf("budget = %+v from %s, want 50.00 Enforce from %s", b, origin, render.OriginGuardrail)
+	}
+	wc.Spec.Budget = &v1alpha1.Budget{PerHour: "12.5"}
+	if b, origin := render.ClassBudget(Bounded(), wc); b.PerHour != "12.5" || origin != render.OriginClass {
+		t.Errorf("budget = %+v from %s, want the class's 12.5", b, origin)
+	}
+	if b, _ := render.ClassBudget(nil, Within()); b != nil {
+		t.Errorf("without a Baseline the budget is %+v, want none", b)
 	}
 }
 

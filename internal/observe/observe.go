@@ -302,9 +302,11 @@ func (c Cluster) Plan(ctx context.Context, in render.Inputs) (*Outcome, error) {
 }
 
 // judgeBudget prices the class's NodeClaims (without pod requests: the idle part plays no
-// part) with the catalog the render uses, against its spec.budget; nil without one.
+// part) with the catalog the render uses, against its budget (spec.budget, else the
+// Baseline's ceiling: render.ClassBudget); nil without one.
 func judgeBudget(in render.Inputs, live plan.Children) *cost.Verdict {
-	if in.Class.Spec.Budget == nil {
+	budget, _ := render.ClassBudget(in.Baseline, in.Class)
+	if budget == nil {
 		return nil
 	}
 	cat, region := in.Options.Catalog, in.Options.Region
@@ -317,7 +319,7 @@ func judgeBudget(in render.Inputs, live plan.Children) *cost.Verdict {
 	if region == "" {
 		region = catalog.DefaultRegion
 	}
-	return cost.Judge(in.Class.Spec.Budget, cost.Compute(costInput(live.NodePools, live.NodeClaims, cat, region)).PerHour)
+	return cost.Judge(budget, cost.Compute(costInput(live.NodePools, live.NodeClaims, cat, region)).PerHour)
 }
 
 // InvalidMessage names each refused object, its fields and the API server's message.

@@ -91,6 +91,29 @@ func ClassLimits(baseline *v1alpha1.Baseline, class *v1alpha1.WorkloadClass) (co
 	return limits, origin
 }
 
+// ClassBudget is the budget the class is judged against: its spec.budget, else its
+// Baseline's guardrails.ceilings.budgetPerHour, enforced (origin baseline:guardrail); nil
+// when neither is set. A class budget above the ceiling, or in mode Warn under one, is
+// left as it is: the guardrail policy refuses it and the controller reports it first.
+func ClassBudget(baseline *v1alpha1.Baseline, class *v1alpha1.WorkloadClass) (*v1alpha1.Budget, Origin) {
+	if class.Spec.Budget != nil {
+		return class.Spec.Budget, OriginClass
+	}
+	if baseline != nil && baseline.Spec.Guardrails != nil && baseline.Spec.Guardrails.Ceilings != nil && baseline.Spec.Guardrails.Ceilings.BudgetPerHour != "" {
+		return &v1alpha1.Budget{PerHour: baseline.Spec.Guardrails.Ceilings.BudgetPerHour, Mode: v1alpha1.BudgetEnforce}, OriginGuardrail
+	}
+	return nil, ""
+}
+
+// resolveBudget adds the class's budget and its origin to the settings.
+func resolveBudget(in Inputs, add func(path, value string, origin Origin)) *v1alpha1.Budget {
+	b, origin := ClassBudget(in.Baseline, in.Class)
+	if b != nil {
+		add("spec.budget.perHour", b.PerHour, origin)
+	}
+	return b
+}
+
 // resolveLimits adds each class-wide limit and its origin to the settings.
 func resolveLimits(in Inputs, add func(path, value string, origin Origin)) corev1.ResourceList {
 	limits, origin := ClassLimits(in.Baseline, in.Class)
@@ -167,6 +190,8 @@ func guardrailsPolicy(o Ownership) (*admissionv1.ValidatingAdmissionPolicy, *adm
 			`"metadata.labels[` + v1alpha1.LabelTeam + `]: " + (variables.team == "" ? "no team" : "team " + variables.team) + " may not use this Baseline; guardrails.teams allows " + ` + g + `.teams.join(", ") + ` + baseline},
 		{"ceilings", `variables.overCeilings.size() == 0`,
 			`"spec.limits: " + variables.overCeilings.join(", ") + "; guardrails.ceilings" + ` + baseline},
+		{"budget", `!has(` + g + `.ceilings) || !has(` + g + `.ceilings.budgetPerHour) || !has(object.spec.budget) || (double(object.spec.budget.perHour) <= double(` + g + `.ceilings.budgetPerHour) && (!has(object.spec.budget.mode) || object.spec.budget.mode == "Enforce"))`,
+			`"spec.budget: " + (has(object.spec.budget.mode) && object.spec.budget.mode == "Warn" ? "mode Warn is not allowed under a budget ceiling" : "perHour " + object.spec.budget.perHour + " is above the ceiling " + ` + g + `.ceilings.budgetPerHour) + "; guardrails.ceilings.budgetPerHour" + ` + baseline},
 		{"grants", `!has(` + g + `.capacityTypeGrants) || variables.platform || ` + g + `.capacityTypeGrants.all(x, (x.label in variables.labels ? variables.labels[x.label] : "") == (x.label in variables.oldLabels ? variables.oldLabels[x.label] : ""))`,
 			`"metadata.labels: only the platform group may set, change or remove " + ` + g + `.capacityTypeGrants.map(x, x.label).join(", ") + ", which grant capacity types" + ` + baseline},
 	}

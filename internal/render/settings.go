@@ -42,6 +42,9 @@ type Settings struct {
 	// Limits are the class-wide limits the rungs share: spec.limits, and the Baseline's
 	// guardrails.ceilings for the resources the class does not limit (ClassLimits).
 	Limits corev1.ResourceList
+	// Budget is spec.budget, else the Baseline's guardrails.ceilings.budgetPerHour,
+	// enforced (ClassBudget); nil when neither is set.
+	Budget *v1alpha1.Budget
 	// Fields are every resolved setting with its value and origin: Object is
 	// WorkloadClass/NAME and Path the setting (spec.rebalance.policy, access.enforced).
 	// explain prints the spec.rebalance ones as its rebalance section.
@@ -82,6 +85,7 @@ func Resolve(in Inputs) Settings {
 	s.Rebalance, s.RebalanceErr = resolveRebalance(in.Class.Spec.Rebalance, base, add)
 	s.Access = resolveAccess(in.Class, in.Options, add)
 	s.Limits = resolveLimits(in, add)
+	s.Budget = resolveBudget(in, add)
 	return s
 }
 
