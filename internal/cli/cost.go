@@ -1,14 +1,14 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +24,6 @@ import (
 	"github.com/poolsmith/poolsmith/internal/observe"
 	"github.com/poolsmith/poolsmith/internal/operator"
 	"github.com/poolsmith/poolsmith/internal/render"
-	"github.com/poolsmith/poolsmith/internal/signals"
 	"github.com/poolsmith/poolsmith/internal/simulate"
 )
 
@@ -81,20 +80,10 @@ func runCost(c *cobra.Command, flags *costFlags) error {
 	if flags.output != "text" && flags.output != "json" {
 		return usageError{fmt.Errorf("unknown output format %q (allowed: [text json])", flags.output)}
 	}
-	cl, err := liveClient(flags.kubeconfig)
+	cl, ctx, cat, err := liveCatalog(c, flags.kubeconfig, types.NamespacedName{Namespace: ns, Name: name}, flags.region, flags.signalsMaxAge)
 	if err != nil {
 		return err
 	}
-	ctx := c.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	provider := &signals.Provider{ConfigMap: types.NamespacedName{Namespace: ns, Name: name}, Region: flags.region, MaxAge: flags.signalsMaxAge}
-	cat, freshness, err := provider.Catalog(ctx, cl)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(c.ErrOrStderr(), "signals: %s: %s\n", freshness.Reason, freshness.Message)
 	var classes []v1alpha1.WorkloadClass
 	if flags.class != "" {
 		wc := &v1alpha1.WorkloadClass{}

@@ -24,7 +24,6 @@ import (
 	"github.com/poolsmith/poolsmith/internal/operator"
 	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/render"
-	"github.com/poolsmith/poolsmith/internal/signals"
 	"github.com/poolsmith/poolsmith/internal/validate"
 )
 
@@ -80,20 +79,10 @@ func runDiff(c *cobra.Command, flags *diffFlags) error {
 	if err != nil {
 		return err
 	}
-	cl, err := liveClient(flags.kubeconfig)
+	cl, ctx, cat, err := liveCatalog(c, flags.kubeconfig, types.NamespacedName{Namespace: ns, Name: name}, flags.region, flags.signalsMaxAge)
 	if err != nil {
 		return err
 	}
-	ctx := c.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	provider := &signals.Provider{ConfigMap: types.NamespacedName{Namespace: ns, Name: name}, Region: flags.region, MaxAge: flags.signalsMaxAge}
-	cat, freshness, err := provider.Catalog(ctx, cl)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(c.ErrOrStderr(), "signals: %s: %s\n", freshness.Reason, freshness.Message)
 	caps := capabilities.Capabilities{NodeOverlays: flags.nodeOverlays, NoAccessPolicies: !flags.accessPolicies}
 	cluster := observe.Cluster{Cached: cl, Direct: cl, Capabilities: caps}
 	// The signals are read once for every class: the catalog is given, not priced per class.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/operator"
 	"github.com/poolsmith/poolsmith/internal/scheme"
+	"github.com/poolsmith/poolsmith/internal/signals"
 )
 
 // managerFlags are the manager command's flags.
@@ -123,6 +125,27 @@ func restConfig(kubeconfig string) (*rest.Config, bool, error) {
 }
 
 // liveClient is an uncached client for the offline commands that read or write a cluster.
+// liveCatalog is the live client, the command's context and the priced catalog as the
+// manager reads it (the signals ConfigMap cm), saying on stderr how fresh the signals are:
+// what diff and cost start from.
+func liveCatalog(c *cobra.Command, kubeconfig string, cm types.NamespacedName, region string, maxAge time.Duration) (client.Client, context.Context, *catalog.Catalog, error) {
+	cl, err := liveClient(kubeconfig)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx := c.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	provider := &signals.Provider{ConfigMap: cm, Region: region, MaxAge: maxAge}
+	cat, freshness, err := provider.Catalog(ctx, cl)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	fmt.Fprintf(c.ErrOrStderr(), "signals: %s: %s\n", freshness.Reason, freshness.Message)
+	return cl, ctx, cat, nil
+}
+
 func liveClient(kubeconfig string) (client.Client, error) {
 	cfg, _, err := restConfig(kubeconfig)
 	if err != nil {
