@@ -308,19 +308,7 @@ func accessPolicy() (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.Valida
 			}},
 		},
 	}
-	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: AdmissionAPIVersion, Kind: KindValidatingPolicyBinding},
-		ObjectMeta: metav1.ObjectMeta{Name: AccessPolicyName},
-		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName: AccessPolicyName,
-			ParamRef: &admissionv1.ParamRef{
-				Selector:                &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelRestricted: "true"}},
-				ParameterNotFoundAction: ptr.To(admissionv1.AllowAction),
-			},
-			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
-		},
-	}
-	return vap, binding
+	return vap, denyBinding(AccessPolicyName, &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelRestricted: "true"}})
 }
 
 func rule(group string, resources ...string) admissionv1.NamedRuleWithOperations {

@@ -264,19 +264,7 @@ func guardrailsPolicy(o Ownership) (*admissionv1.ValidatingAdmissionPolicy, *adm
 			Validations: validations,
 		},
 	}
-	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: AdmissionAPIVersion, Kind: KindValidatingPolicyBinding},
-		ObjectMeta: metav1.ObjectMeta{Name: GuardrailsPolicyName},
-		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName: GuardrailsPolicyName,
-			ParamRef: &admissionv1.ParamRef{
-				Selector:                &metav1.LabelSelector{},
-				ParameterNotFoundAction: ptr.To(admissionv1.AllowAction),
-			},
-			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
-		},
-	}
-	return vap, binding
+	return vap, denyBinding(GuardrailsPolicyName, &metav1.LabelSelector{})
 }
 
 // ownershipPolicy lets a user change only the WorkloadClasses of its teams: creating one
@@ -342,15 +330,25 @@ func ownershipPolicy(o Ownership) (*admissionv1.ValidatingAdmissionPolicy, *admi
 			},
 		},
 	}
-	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
+	return vap, denyBinding(OwnershipPolicyName, nil)
+}
+
+// denyBinding binds the policy of the same name with action Deny. With params, it
+// evaluates the policy once per parameter they select, and a request that meets none is
+// allowed (parameterNotFoundAction Allow); without, the policy takes no parameter.
+func denyBinding(policy string, params *metav1.LabelSelector) *admissionv1.ValidatingAdmissionPolicyBinding {
+	b := &admissionv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: AdmissionAPIVersion, Kind: KindValidatingPolicyBinding},
-		ObjectMeta: metav1.ObjectMeta{Name: OwnershipPolicyName},
+		ObjectMeta: metav1.ObjectMeta{Name: policy},
 		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        OwnershipPolicyName,
+			PolicyName:        policy,
 			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
 		},
 	}
-	return vap, binding
+	if params != nil {
+		b.Spec.ParamRef = &admissionv1.ParamRef{Selector: params, ParameterNotFoundAction: ptr.To(admissionv1.AllowAction)}
+	}
+	return b
 }
 
 // classRule matches WorkloadClasses (not their status) for the operations.
