@@ -47,6 +47,16 @@ func secondAPIServer(t *testing.T) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A freshly started API server refuses class writes (failurePolicy Fail) until it has
+	// discovered the Baseline CRD that poolsmith-guardrails names as its paramKind ("failed
+	// to find resource referenced by paramKind"): serve the test only once a dry-run
+	// create passes admission.
+	probe := &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: "chaos-second-probe"}}
+	probe.Spec.Architectures = []v1alpha1.Architecture{"arm64"}
+	eventually(t, time.Minute, "the second API server to admit class writes", func() (bool, string) {
+		err := c.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		return err == nil, fmt.Sprint(err)
+	})
 	return c
 }
 
@@ -91,6 +101,13 @@ func TestAPIServerRestart(t *testing.T) {
 		t.Fatalf("stopping kube-apiserver: %v", err)
 	}
 	stopTook := time.Since(stopped)
+	// Whatever fails below, the tests after this one need the API server back.
+	restartedOnce := false
+	t.Cleanup(func() {
+		if !restartedOnce {
+			_ = env.ControlPlane.APIServer.Start()
+		}
+	})
 	// The watches are down: edit, create and delete through the second API server.
 	patchClass(t, c2, "api-c00", `{"spec":{"architectures":["arm64"],"capacityTypes":["on-demand"]}}`)
 	f.create(t, c2, f.class("api-late", nil))
@@ -101,6 +118,7 @@ func TestAPIServerRestart(t *testing.T) {
 	f.deleted["api-c09"] = true
 	time.Sleep(time.Until(stopped.Add(down)))
 	restarting := time.Now()
+	restartedOnce = true
 	if err := env.ControlPlane.APIServer.Start(); err != nil {
 		t.Fatalf("restarting kube-apiserver: %v", err)
 	}
