@@ -288,6 +288,15 @@ func (r *WorkloadClassReconciler) finalize(ctx context.Context, wc *v1alpha1.Wor
 	}
 	original := wc.DeepCopy()
 	live, err := r.cluster(wc).Children(ctx, wc)
+	if err == nil && len(live.Objects())+len(live.PolicyObjects())+len(live.HeadroomObjects()) == 0 {
+		// The cache may trail this manager's own writes: a pass run from a cache that had
+		// not yet seen the deletion (a watch re-established after an API server restart)
+		// creates children moments before the deletion arrives. Let the class go only
+		// once the API server itself holds none of them, or they outlive it.
+		direct := r.cluster(wc)
+		direct.Cached = r.APIReader
+		live, err = direct.Children(ctx, wc)
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
