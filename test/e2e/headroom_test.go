@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -164,11 +165,11 @@ var _ = Describe("Headroom (placeholder pods)", func() {
 		for _, nc := range claims {
 			Expect(nc.Labels).To(HaveKeyWithValue(labelRung, top), describe(claims))
 		}
-		// The typical pod is half the allocatable of the rung's smallest type under
-		// Karpenter's overhead model: two units fill one r7g.large exactly.
+		// The typical pod is half the allocatable of the smallest type the rung allows in
+		// the catalog, r7g.medium (1 vCPU, 8 GiB): 450m and 3264Mi. The simulated account
+		// offers no medium type, so the smallest that holds both units is an r7g.large.
 		Expect(claims).To(HaveLen(1), describe(claims))
 		Expect(claims[0].Labels).To(HaveKeyWithValue(corev1.LabelInstanceTypeStable, "r7g.large"), describe(claims))
-
 		nodes := nodesOf(claims)
 		units := placeholders("hr-spare")
 		Expect(units).To(HaveLen(2))
@@ -177,14 +178,17 @@ var _ = Describe("Headroom (placeholder pods)", func() {
 			Expect(nodes).To(HaveKey(p.Spec.NodeName), "placeholder %s runs on the class's spare node", p.Name)
 			Expect(p.Spec.Priority).To(HaveValue(Equal(int32(localcluster.HeadroomPriority))), "the chart's PriorityClass gave the pod its priority")
 			Expect(p.Spec.PreemptionPolicy).To(HaveValue(Equal(corev1.PreemptNever)))
+			requests := p.Spec.Containers[0].Resources.Requests
+			Expect([]string{requests.Cpu().String(), requests.Memory().String()}).To(Equal([]string{"450m", "3264Mi"}), "placeholder %s holds the typical pod", p.Name)
 		}
 		AddReportEntry("spare nodes", describe(claims))
 	})
 
 	It("lets a burst that fits start on the warm node with no new NodeClaim, then Karpenter replaces the headroom; a class without headroom waits for a launch", func() {
-		// Two units of the typical pod fill one r7g.large (the first scenario), so each pod
-		// of the burst must preempt a placeholder: no room is left beside them.
-		create(headroomClass("hr-warm", 2), headroomClass("hr-cold", 0))
+		// Two units of 900m fill an r7g.large (1930m allocatable), so each pod of the burst,
+		// one unit, must preempt a placeholder: there is no room beside them.
+		unit := &v1alpha1.HeadroomPodShape{CPU: ptr.To(resource.MustParse("900m")), Memory: ptr.To(resource.MustParse("1Gi"))}
+		create(headroomClass("hr-warm", 2, func(wc *v1alpha1.WorkloadClass) { wc.Spec.Headroom.PodShape = unit }), headroomClass("hr-cold", 0))
 		expectClassReady("hr-warm")
 		expectClassReady("hr-cold")
 		expectHeadroomReady("hr-warm", 2)
@@ -192,6 +196,7 @@ var _ = Describe("Headroom (placeholder pods)", func() {
 
 		before := nodeClaims("hr-warm")
 		Expect(before).To(HaveLen(1), "one node holds the two units:\n%s", describe(before))
+		Expect(before[0].Labels).To(HaveKeyWithValue(corev1.LabelInstanceTypeStable, "r7g.large"), describe(before))
 		warmNodes := nodesOf(before)
 		var units []string
 		for _, p := range placeholders("hr-warm") {
@@ -199,7 +204,7 @@ var _ = Describe("Headroom (placeholder pods)", func() {
 		}
 		Expect(units).To(HaveLen(2))
 
-		By("the same burst, 2 pods of 900m (a unit is 950m), on both classes at once")
+		By("the same burst, 2 pods of 900m and 512Mi (a unit each), on both classes at once")
 		start := time.Now()
 		create(deployment("hr-burst-warm", "hr-warm", 2, "900m"), deployment("hr-burst-cold", "hr-cold", 2, "900m"))
 		took := untilRunning(start, 2, "hr-burst-warm", "hr-burst-cold")
