@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -297,3 +298,116 @@ var _ = Describe("Headroom (placeholder pods)", func() {
 
 // cronAt is a daily cron start at t's minute and hour.
 func cronAt(t time.Time) string { return fmt.Sprintf("%d %d * * *", t.Minute(), t.Hour()) }
+
+// capacityBuffer is Karpenter's CapacityBuffer (autoscaling.x-k8s.io/v1beta1) of replicas
+// units of the PodTemplate name, in the headroom namespace, as unstructured: Poolsmith's
+// scheme does not carry the type, and renders none yet.
+func capacityBuffer(name string, replicas int64) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityBuffer",
+		"metadata": map[string]any{"name": name, "namespace": v1alpha1.DefaultHeadroomNamespace},
+		"spec":     map[string]any{"podTemplateRef": map[string]any{"name": name}, "replicas": replicas},
+	}}
+}
+
+// bufferCondition is the buffer's condition of type typ, for Eventually.
+func bufferCondition(name, typ string) func(g Gomega) metav1.Condition {
+	return func(g Gomega) metav1.Condition {
+		cb := capacityBuffer(name, 0)
+		g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(cb), cb)).To(Succeed())
+		conditions, _, _ := unstructured.NestedSlice(cb.Object, "status", "conditions")
+		for _, c := range conditions {
+			m := c.(map[string]any)
+			if m["type"] == typ {
+				out := metav1.Condition{Type: typ}
+				out.Status = metav1.ConditionStatus(fmt.Sprint(m["status"]))
+				out.Reason, out.Message = fmt.Sprint(m["reason"]), fmt.Sprint(m["message"])
+				generation, _ := m["observedGeneration"].(int64)
+				out.ObservedGeneration = generation
+				g.Expect(out.ObservedGeneration).To(Equal(cb.GetGeneration()), "buffer %s's %s condition is for an older generation", name, typ)
+				return out
+			}
+		}
+		g.Expect(conditions).To(ContainElement(HaveKeyWithValue("type", typ)), "buffer %s has no %s condition", name, typ)
+		return metav1.Condition{}
+	}
+}
+
+// What the CapacityBuffer mechanism would build on (docs/headroom.md, "Karpenter's
+// CapacityBuffer in this harness"): the suite runs Karpenter with the CapacityBuffer gate
+// on, and this scenario writes a PodTemplate and a CapacityBuffer by hand, pinned to a
+// class's top rung as the design renders them. No Poolsmith code makes them yet.
+var _ = Describe("Karpenter's CapacityBuffer, written by hand", func() {
+	It("launches a node for its virtual pods, lets a burst run there without preemption, refills it, holds it against emptiness and lets it go at 0 replicas", func() {
+		create(headroomClass("hr-buffer", 0, func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.Disruption = &v1alpha1.Disruption{
+				ConsolidationPolicy: karpv1.ConsolidationPolicyWhenEmpty,
+				ConsolidateAfter:    ptr.To(karpv1.MustParseNillableDuration("10s")),
+			}
+		}))
+		expectClassReady("hr-buffer")
+		rung := topRung("hr-buffer")
+		template := &corev1.PodTemplate{
+			ObjectMeta: metav1.ObjectMeta{Name: "hr-buffer", Namespace: v1alpha1.DefaultHeadroomNamespace},
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				NodeSelector: map[string]string{"karpenter.sh/nodepool": rung},
+				Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("900m"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}},
+			}},
+		}
+		buffer := capacityBuffer("hr-buffer", 2)
+		create(template, buffer)
+
+		By("Karpenter's buffer controller resolves it and its provisioner launches a node for 2 virtual pods")
+		Eventually(bufferCondition("hr-buffer", "ReadyForProvisioning")).Should(HaveField("Status", metav1.ConditionTrue))
+		Eventually(bufferCondition("hr-buffer", "Provisioning")).Should(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "FitsExistingCapacity")))
+		var before []karpv1.NodeClaim
+		Eventually(func(g Gomega) {
+			before = nodeClaims("hr-buffer")
+			g.Expect(before).To(HaveLen(1))
+			g.Expect(before[0].Status.NodeName).NotTo(BeEmpty())
+		}).Should(Succeed())
+		Expect(before[0].Labels).To(HaveKeyWithValue(labelRung, rung))
+		Expect(before[0].Labels).To(HaveKeyWithValue(corev1.LabelInstanceTypeStable, "r7g.large"), "two virtual pods of 900m fill an r7g.large")
+		warmNodes := nodesOf(before)
+
+		By("a burst of 2 pods of 900m runs on that node at once: nothing to preempt")
+		start := time.Now()
+		create(deployment("hr-buffer-burst", "hr-buffer", 2, "900m"))
+		took := untilRunning(start, 2, "hr-buffer-burst")["hr-buffer-burst"]
+		for _, p := range pods("hr-buffer-burst") {
+			Expect(warmNodes).To(HaveKey(p.Spec.NodeName), "burst pod %s runs on the node the buffer held", p.Name)
+		}
+
+		By("Karpenter refills the buffer with a new node")
+		var refill []karpv1.NodeClaim
+		Eventually(func(g Gomega) {
+			refill = nil
+			for _, nc := range nodeClaims("hr-buffer") {
+				if _, ok := warmNodes[nc.Status.NodeName]; !ok && nc.Status.NodeName != "" {
+					refill = append(refill, nc)
+				}
+			}
+			g.Expect(refill).To(HaveLen(1))
+		}).Should(Succeed())
+		refilled := time.Since(start)
+		Eventually(bufferCondition("hr-buffer", "Provisioning")).Should(HaveField("Status", metav1.ConditionTrue))
+
+		By("the refill node runs no pod, and emptiness consolidation (10 s) leaves it while the buffer holds it")
+		emptied := disruptions("empty", rung)
+		Consistently(func() int { return len(nodeClaims("hr-buffer")) }, 30*time.Second, 2*time.Second).Should(Equal(2))
+
+		By("at 0 replicas the buffer is empty and the node goes")
+		update(buffer, func(cb *unstructured.Unstructured) {
+			Expect(unstructured.SetNestedField(cb.Object, int64(0), "spec", "replicas")).To(Succeed())
+		})
+		Eventually(bufferCondition("hr-buffer", "Provisioning")).Should(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "BufferEmpty")))
+		Eventually(func() []karpv1.NodeClaim { return nodeClaims("hr-buffer") }).Should(HaveLen(1))
+		Expect(nodeClaims("hr-buffer")[0].Name).To(Equal(before[0].Name), "the node the burst runs on stays")
+		Expect(disruptions("empty", rung)).To(BeNumerically(">", emptied))
+		figures("capacitybuffer-burst", "2 pods of 900m, creation to Running with a CapacityBuffer of 2 units: %s; refill NodeClaim with a node %s after the burst",
+			roundedAll(took), refilled.Round(100*time.Millisecond))
+	})
+})

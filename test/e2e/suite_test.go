@@ -37,7 +37,7 @@ var local *localcluster.Cluster
 var _ = SynchronizedBeforeSuite(func() []byte {
 	started := time.Now()
 	var err error
-	local, err = localcluster.Start(ctx, localcluster.Options{NodeOverlays: true, Headroom: true, LogDir: os.Getenv("E2E_LOG_DIR")})
+	local, err = localcluster.Start(ctx, localcluster.Options{NodeOverlays: true, Headroom: true, CapacityBuffer: true, LogDir: os.Getenv("E2E_LOG_DIR")})
 	Expect(err).NotTo(HaveOccurred())
 	GinkgoWriter.Printf("local cluster up in %s; logs in %s\n", time.Since(started).Round(100*time.Millisecond), local.LogDir)
 	AddReportEntry("cluster start", time.Since(started).Round(100*time.Millisecond).String())

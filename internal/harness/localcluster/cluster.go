@@ -62,6 +62,9 @@ type Options struct {
 	LogDir string
 	// KarpenterLogLevel is Karpenter's LOG_LEVEL; "info" when empty.
 	KarpenterLogLevel string
+	// CapacityBuffer turns on Karpenter's CapacityBuffer feature gate (alpha, off by
+	// default): its buffer controller and the provisioner's virtual pods.
+	CapacityBuffer bool
 	// Headroom runs the manager with --headroom=pods, after installing the headroom
 	// namespace and PriorityClass as the chart's headroom.enabled does (HeadroomObjects).
 	Headroom bool
