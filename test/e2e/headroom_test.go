@@ -136,7 +136,8 @@ func untilRunning(start time.Time, n int, apps ...string) map[string][]time.Dura
 	return out
 }
 
-// figures prints a FIGURES line (stderr, shown by `make e2e`) and adds it to the report.
+// figures prints a FIGURES line to stderr (shown by ginkgo -v and go test -v) and adds it
+// to the report, whose entries the suite prints after its wall time.
 func figures(name, format string, args ...any) {
 	line := fmt.Sprintf(format, args...)
 	fmt.Fprintf(os.Stderr, "FIGURES %s: %s\n", name, line)
@@ -243,11 +244,11 @@ var _ = Describe("Headroom (placeholder pods)", func() {
 	})
 
 	It("goes to 0 when its schedule window closes, so consolidation removes the spare node, and comes back when the next window opens", SpecPriority(10), func() {
-		// Two windows built from now, in UTC: the first open now and closing 75 to 135 s
+		// Two windows built from now, in UTC: the first open now and closing 105 to 165 s
 		// from now (minutes are cron's granularity), the second opening 2 minutes later.
 		now := time.Now().UTC()
 		closeAt := now.Truncate(time.Minute).Add(2 * time.Minute)
-		if closeAt.Sub(now) < 75*time.Second {
+		if closeAt.Sub(now) < 105*time.Second {
 			closeAt = closeAt.Add(time.Minute)
 		}
 		openAt := closeAt.Add(2 * time.Minute)
