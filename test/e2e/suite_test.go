@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,7 +38,7 @@ var local *localcluster.Cluster
 var _ = SynchronizedBeforeSuite(func() []byte {
 	started := time.Now()
 	var err error
-	local, err = localcluster.Start(ctx, localcluster.Options{NodeOverlays: true, LogDir: os.Getenv("E2E_LOG_DIR")})
+	local, err = localcluster.Start(ctx, localcluster.Options{NodeOverlays: true, Headroom: true, CapacityBuffer: true, LogDir: os.Getenv("E2E_LOG_DIR")})
 	Expect(err).NotTo(HaveOccurred())
 	GinkgoWriter.Printf("local cluster up in %s; logs in %s\n", time.Since(started).Round(100*time.Millisecond), local.LogDir)
 	AddReportEntry("cluster start", time.Since(started).Round(100*time.Millisecond).String())
@@ -77,7 +78,8 @@ var _ = ReportAfterEach(func(r SpecReport) {
 })
 
 // The suite's cost, once, in process 1 with every process's reports: each scenario's
-// duration, process and whether it ran Serial, longest first, then the wall time.
+// duration, process and whether it ran Serial, longest first, then the wall time, then
+// the FIGURES the scenarios reported.
 var _ = ReportAfterSuite("e2e timings", func(r Report) {
 	specs := r.SpecReports.WithLeafNodeType(types.NodeTypeIt)
 	sort.SliceStable(specs, func(i, j int) bool { return specs[i].RunTime > specs[j].RunTime })
@@ -92,4 +94,12 @@ var _ = ReportAfterSuite("e2e timings", func(r Report) {
 		fmt.Printf("e2e: %8s  %-7s process %d%s  %s\n", s.RunTime.Round(time.Second), s.State, s.ParallelProcess, serial, s.FullText())
 	}
 	fmt.Printf("e2e: suite wall time %s (%d processes)\n", r.RunTime.Round(time.Second), r.SuiteConfig.ParallelTotal)
+	// What scenarios measured (their FIGURES report entries), which ginkgo shows only with -v.
+	for _, s := range specs {
+		for _, e := range s.ReportEntries {
+			if strings.HasPrefix(e.Name, "FIGURES ") {
+				fmt.Printf("%s: %s\n", e.Name, e.StringRepresentation())
+			}
+		}
+	}
 })

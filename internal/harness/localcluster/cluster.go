@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/capabilities"
 	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/harness/fakeec2"
@@ -61,6 +62,12 @@ type Options struct {
 	LogDir string
 	// KarpenterLogLevel is Karpenter's LOG_LEVEL; "info" when empty.
 	KarpenterLogLevel string
+	// CapacityBuffer turns on Karpenter's CapacityBuffer feature gate (alpha, off by
+	// default): its buffer controller and the provisioner's virtual pods.
+	CapacityBuffer bool
+	// Headroom runs the manager with --headroom=pods, after installing the headroom
+	// namespace and PriorityClass as the chart's headroom.enabled does (HeadroomObjects).
+	Headroom bool
 }
 
 // Cluster is a running local cluster.
@@ -166,8 +173,15 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	kubelet := &fakekubelet.Kubelet{Client: env.Client, Log: ctrl.Log.WithName("kubelet-stand-in")}
 	c.done.Go(func() { kubelet.Run(runCtx) })
 
+	caps := capabilities.Capabilities{NodeOverlays: opts.NodeOverlays}
+	if opts.Headroom {
+		if err := installHeadroom(runCtx, env.Client); err != nil {
+			return c, err
+		}
+		caps.Headroom = v1alpha1.HeadroomPods
+	}
 	mgr, err := operator.New(runCtx, env.Config, operator.Options{
-		MetricsAddr: "0", ProbeAddr: "0", MaxConcurrentReconciles: 4, Capabilities: capabilities.Capabilities{NodeOverlays: opts.NodeOverlays}, Region: cloud.Region(),
+		MetricsAddr: "0", ProbeAddr: "0", MaxConcurrentReconciles: 4, Capabilities: caps, Region: cloud.Region(),
 	})
 	if err != nil {
 		return c, err

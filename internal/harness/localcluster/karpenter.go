@@ -76,10 +76,7 @@ func startKarpenter(ctx context.Context, c *Cluster, opts Options) (*karpenter, 
 	if err != nil {
 		return nil, err
 	}
-	gates := "NodeOverlay=false"
-	if opts.NodeOverlays {
-		gates = "NodeOverlay=true"
-	}
+	gates := fmt.Sprintf("NodeOverlay=%t,CapacityBuffer=%t", opts.NodeOverlays, opts.CapacityBuffer)
 	for key, value := range map[string]string{
 		"KUBECONFIG":              c.Kubeconfig,
 		"DISABLE_LEADER_ELECTION": "true",
