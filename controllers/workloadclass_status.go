@@ -164,7 +164,7 @@ func setStatus(wc *v1alpha1.WorkloadClass, o outcome, err error) (newFailure boo
 		default:
 			// No figure that changes with every launch: the condition does not churn.
 			set(v1alpha1.ConditionBudgetExceeded, metav1.ConditionFalse, v1alpha1.ReasonUnderBudget,
-				fmt.Sprintf("the class costs less than its budget of $%s/h; nothing is held", cost.Money(v.Budget)))
+				fmt.Sprintf("the class costs less than its budget of $%s/h; nothing is held", cost.Money(v.Budget))+underBudgetCap(v))
 		}
 	}
 
@@ -225,6 +225,16 @@ func defaultsFor(namespaces []string) string {
 // report sets the status from the pass's outcome and error (setStatus), and emits what
 // goes with it: one Warning event per distinct Synced failure, not one on every retry or
 // conflict requeue, and the rung gauge.
+// underBudgetCap says, under mode Enforce, that each rung's CPU limit is capped at what
+// the money left buys (render.Options.BudgetLeft), without the figure, which changes with
+// every launch.
+func underBudgetCap(v *cost.Verdict) string {
+	if v.Mode != v1alpha1.BudgetEnforce {
+		return ""
+	}
+	return ", and each rung's cpu limit is capped at what the budget left buys at its dearest price per vCPU"
+}
+
 func (r *WorkloadClassReconciler) report(wc *v1alpha1.WorkloadClass, o outcome, err error) {
 	// The class this pass read may trail the last pass's write (another controller wrote
 	// status in between): the verdict last announced is remembered, so it is announced once.

@@ -167,8 +167,13 @@ var _ = Describe("A budget (spec.budget)", func() {
 		update(wc, func(wc *v1alpha1.WorkloadClass) { wc.Spec.Budget.PerHour = "1" })
 		Eventually(classCondition(class, v1alpha1.ConditionBudgetExceeded)).Should(HaveField("Reason", v1alpha1.ReasonUnderBudget))
 		expectRunning(class, 2)
+		// Lifted: no longer frozen at the usage (memory free again), the CPU capped at what
+		// the budget left buys, which has room for the pod's node.
 		for _, rung := range rungs {
-			Expect(getNodePool(Default, rung).Spec.Limits).To(BeEmpty(), "NodePool %s: no limits without spec.limits once lifted", rung)
+			np := getNodePool(Default, rung)
+			Expect(np.Spec.Limits).NotTo(HaveKey(corev1.ResourceMemory), "NodePool %s: %v", rung, np.Spec.Limits)
+			limit, used := np.Spec.Limits[corev1.ResourceCPU], np.Status.Resources[corev1.ResourceCPU]
+			Expect(limit.Cmp(used)).To(Equal(1), "NodePool %s: cpu limit %s above its usage %s", rung, limit.String(), used.String())
 		}
 		AddReportEntry("budget", fmt.Sprintf("held at %v, then\n%s", heldText, describe(nodeClaims(class))))
 	})
