@@ -222,9 +222,6 @@ func defaultsFor(namespaces []string) string {
 	return "; default class of namespaces " + strings.Join(namespaces, ", ")
 }
 
-// report sets the status from the pass's outcome and error (setStatus), and emits what
-// goes with it: one Warning event per distinct Synced failure, not one on every retry or
-// conflict requeue, and the rung gauge.
 // underBudgetCap says, under mode Enforce, that each rung's CPU limit is capped at what
 // the money left buys (render.Options.BudgetLeft), without the figure, which changes with
 // every launch.
@@ -235,6 +232,9 @@ func underBudgetCap(v *cost.Verdict) string {
 	return ", and each rung's cpu limit is capped at what the budget left buys at its dearest price per vCPU"
 }
 
+// report sets the status from the pass's outcome and error (setStatus), and emits what
+// goes with it: one Warning event per distinct Synced failure, not one on every retry or
+// conflict requeue, and the rung gauge.
 func (r *WorkloadClassReconciler) report(wc *v1alpha1.WorkloadClass, o outcome, err error) {
 	// The class this pass read may trail the last pass's write (another controller wrote
 	// status in between): the verdict last announced is remembered, so it is announced once.

@@ -148,11 +148,11 @@ func (r *renderer) rungLimits(rung string, reqs []karpv1.NodeSelectorRequirement
 	if r.opts.BudgetLeft == nil {
 		return limits
 	}
-	perVCPU, ok := DearestPerVCPU(r.catalog, r.region, reqs)
+	perVCPU, ok := dearestPerVCPU(r.catalog, r.region, reqs)
 	if !ok {
 		return limits // no type of the rung has a price: nothing to buy, nothing to bound
 	}
-	budget := BudgetCPU(*r.opts.BudgetLeft, perVCPU, r.opts.Usage[rung][corev1.ResourceCPU])
+	budget := budgetCPU(*r.opts.BudgetLeft, perVCPU, r.opts.Usage[rung][corev1.ResourceCPU])
 	if limits == nil {
 		limits = karpv1.Limits{}
 	}
@@ -162,12 +162,12 @@ func (r *renderer) rungLimits(rung string, reqs []karpv1.NodeSelectorRequirement
 	return limits
 }
 
-// BudgetCPU is the most CPU a rung may hold with left US dollars per hour still to spend:
+// budgetCPU is the most CPU a rung may hold with left US dollars per hour still to spend:
 // what it uses plus the vCPUs left buys at perVCPU, in millicores rounded down. Karpenter
 // launches a node only while the rung's CPU plus the node's stays within the limit, and
 // no node of the rung costs more than its vCPUs times perVCPU, so what it launches under
 // this limit costs at most left.
-func BudgetCPU(left, perVCPU float64, used resource.Quantity) resource.Quantity {
+func budgetCPU(left, perVCPU float64, used resource.Quantity) resource.Quantity {
 	milli := int64(0)
 	if left > 0 && perVCPU > 0 {
 		milli = int64(math.Floor(left / perVCPU * 1000))
@@ -177,17 +177,17 @@ func BudgetCPU(left, perVCPU float64, used resource.Quantity) resource.Quantity 
 	return *q
 }
 
-// DearestPerVCPU is the highest price per vCPU, US dollars per hour, of the catalog's
+// dearestPerVCPU is the highest price per vCPU, US dollars per hour, of the catalog's
 // types that requirements allow, priced at the capacity type they pin (spot: the regional
 // average; on-demand and reserved: on demand); false when no allowed type has a price.
-func DearestPerVCPU(cat *catalog.Catalog, region string, reqs []karpv1.NodeSelectorRequirementWithMinValues) (float64, bool) {
+func dearestPerVCPU(cat *catalog.Catalog, region string, reqs []karpv1.NodeSelectorRequirementWithMinValues) (float64, bool) {
 	spot := false
 	for _, req := range reqs {
 		if req.Key == karpv1.CapacityTypeLabelKey && req.Operator == corev1.NodeSelectorOpIn && len(req.Values) == 1 {
 			spot = req.Values[0] == karpv1.CapacityTypeSpot
 		}
 	}
-	key := fmt.Sprintf("render.DearestPerVCPU\x00%s\x00%v", region, reqs)
+	key := fmt.Sprintf("render.dearestPerVCPU\x00%s\x00%v", region, reqs)
 	v := cat.Derived(key, func() any {
 		prices, matcher := cat.Prices[region], catalog.NewMatcher(reqs)
 		dearest := 0.0

@@ -38,7 +38,7 @@ type Options struct {
 	// what its launched NodeClaims cost, never below 0 (the manager sets it under mode
 	// Enforce while the class is under its budget). Each rung's CPU limit is then capped
 	// at its Usage plus the vCPUs the money left buys at the rung's dearest price per
-	// vCPU (BudgetCPU), so Karpenter launches at most BudgetLeft's worth on each rung
+	// vCPU, so Karpenter launches at most BudgetLeft's worth on each rung
 	// before the manager prices the class again. Nil: no cap (the CLI, which does not
 	// know what the class costs).
 	BudgetLeft *float64
