@@ -159,7 +159,13 @@ var _ = Describe("Cost controller", func() {
 		limits := func(name string) func() karpv1.Limits {
 			return func() karpv1.Limits { return get(&karpv1.NodePool{}, name).Spec.Limits }
 		}
-		Expect(limits("budget-spot-amd64")()).To(BeEmpty(), "no class limit, no budget reached: no limits")
+		// No class limit and under the budget: the only limit is the CPU the budget buys. An
+		// m7i.large's vCPUs cost m7.SpotAvg/2 each on spot, so the room holds no more of them
+		// than the budget pays for.
+		spotLimits := limits("budget-spot-amd64")()
+		Expect(spotLimits).To(HaveLen(1), "only cpu: %v", spotLimits)
+		spotCPU := spotLimits[corev1.ResourceCPU]
+		Expect(spotCPU.AsApproximateFloat64()*m7.SpotAvg/2).To(BeNumerically("<=", m7.OnDemand/2), "cpu limit %s", spotCPU.String())
 
 		By("a launched on-demand m7i.large reaches the budget: every rung is held at its usage")
 		nc := newNodeClaim("budget", "budget-on-demand-amd64")
@@ -190,7 +196,10 @@ var _ = Describe("Cost controller", func() {
 		wc.Spec.Budget = &v1alpha1.Budget{PerHour: cost.Money(m7.OnDemand * 2)}
 		updateClass(wc)
 		Eventually(condition("budget", v1alpha1.ConditionBudgetExceeded)).Should(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonUnderBudget))
-		Expect(limits("budget-on-demand-amd64")()).To(BeEmpty())
+		lifted := limits("budget-on-demand-amd64")()
+		Expect(lifted).NotTo(HaveKey(corev1.ResourceMemory), "no longer held: %v", lifted)
+		liftedCPU := lifted[corev1.ResourceCPU]
+		Expect(liftedCPU.Cmp(resourceQuantity("2"))).To(Equal(1), "room above the rung's 2 CPUs for what the budget left buys: %v", lifted)
 		Expect(gauge("poolsmith_class_budget_exceeded", map[string]string{"class": "budget"})).To(Equal(0.0))
 
 		By("without a budget the condition and the series are gone")

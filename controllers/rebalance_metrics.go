@@ -32,7 +32,16 @@ func init() {
 	metrics.Registry.MustRegister(rebalanceMoves, rebalanceFallbackNodes, rebalanceOldestFallback, rebalanceQuiet)
 }
 
+// moveResults are poolsmith_rebalance_moves_total's result labels.
+var moveResults = []string{"started", "succeeded", "failed", "cancelled"}
+
 func recordRebalance(class string, st v1alpha1.RebalanceStatus, now time.Time) {
+	// Every result's series exists from the class's first pass, at 0, so a rate or
+	// increase over it (the dashboard's moves per hour) reads 0 for a class that has not
+	// moved yet rather than no data.
+	for _, result := range moveResults {
+		rebalanceMoves.WithLabelValues(class, result)
+	}
 	rebalanceFallbackNodes.WithLabelValues(class).Set(float64(st.FallbackNodes))
 	age := 0.0
 	if st.OldestFallback != nil {

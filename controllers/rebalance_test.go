@@ -57,6 +57,12 @@ var _ = Describe("Rebalance controller", func() {
 
 		By("a PodDisruptionBudget that allows no disruption blocks the move, and status says so")
 		Eventually(message).Should(ContainSubstring("PodDisruptionBudget default/rebal allows no disruption of pod rebal"))
+		// Each result's series exists before any move, so the dashboard's moves per hour
+		// (an increase over the counter) reads 0 rather than no data.
+		for _, result := range []string{"started", "succeeded", "failed", "cancelled"} {
+			_, ok := series("poolsmith_rebalance_moves_total", map[string]string{"class": "rebal", "result": result})
+			Expect(ok).To(BeTrue(), "poolsmith_rebalance_moves_total{class=rebal,result=%s} exists before a move", result)
+		}
 		Consistently(func() string { return claim().Annotations[karpv1.NodePoolHashAnnotationKey] }).Should(Equal("12345"))
 
 		By("once it allows one, the NodeClaim is marked drifted, its hash kept")

@@ -164,7 +164,7 @@ func setStatus(wc *v1alpha1.WorkloadClass, o outcome, err error) (newFailure boo
 		default:
 			// No figure that changes with every launch: the condition does not churn.
 			set(v1alpha1.ConditionBudgetExceeded, metav1.ConditionFalse, v1alpha1.ReasonUnderBudget,
-				fmt.Sprintf("the class costs less than its budget of $%s/h; nothing is held", cost.Money(v.Budget)))
+				fmt.Sprintf("the class costs less than its budget of $%s/h; nothing is held", cost.Money(v.Budget))+underBudgetCap(v))
 		}
 	}
 
@@ -220,6 +220,16 @@ func defaultsFor(namespaces []string) string {
 		return ""
 	}
 	return "; default class of namespaces " + strings.Join(namespaces, ", ")
+}
+
+// underBudgetCap says, under mode Enforce, that each rung's CPU limit is capped at what
+// the money left buys (render.Options.BudgetLeft), without the figure, which changes with
+// every launch.
+func underBudgetCap(v *cost.Verdict) string {
+	if v.Mode != v1alpha1.BudgetEnforce {
+		return ""
+	}
+	return ", and each rung's cpu limit is capped at what the budget left buys at its dearest price per vCPU"
 }
 
 // report sets the status from the pass's outcome and error (setStatus), and emits what

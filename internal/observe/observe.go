@@ -255,6 +255,10 @@ func (c Cluster) Plan(ctx context.Context, in render.Inputs) (*Outcome, error) {
 	in.Options.Capabilities = c.Capabilities
 	budget := judgeBudget(in, live)
 	in.Options.HoldAtUsage = budget != nil && budget.Hold
+	if budget != nil && !budget.Hold && budget.Mode == v1alpha1.BudgetEnforce {
+		left := max(0, budget.Budget-budget.PerHour)
+		in.Options.BudgetLeft = &left
+	}
 	res, err := in.Render()
 	if err != nil {
 		return nil, err

@@ -308,10 +308,14 @@ func (r *renderer) rungTypes(t *template, rung Rung) []*catalog.InstanceType {
 }
 
 // classRoom is what the class's spec.limits leave above what all its NodePools use (their
-// status.resources, Options.Usage): rungLimits with no rung left out. nil when the class
-// has no limits.
+// status.resources, Options.Usage): the split with no rung left out (0 while held). nil
+// when the class has no limits.
 func (r *renderer) classRoom() corev1.ResourceList {
-	return corev1.ResourceList(r.rungLimits(""))
+	classLimits, _ := ClassLimits(r.baseline, r.class)
+	if r.opts.HoldAtUsage {
+		return corev1.ResourceList(r.heldLimits("", classLimits))
+	}
+	return corev1.ResourceList(r.splitLimits("", classLimits))
 }
 
 // headroomDeployment is the placeholder Deployment: pause pods at the negative priority of

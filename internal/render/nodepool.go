@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"math"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -10,6 +11,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/catalog"
 )
 
 // nodePool renders one rung.
@@ -47,7 +49,7 @@ func (r *renderer) nodePool(t *template, rung Rung) (*karpv1.NodePool, origins) 
 		ObjectMeta: metav1.ObjectMeta{Name: rung.Name, Labels: r.ownerLabels()},
 		Spec: karpv1.NodePoolSpec{
 			Weight: ptr.To(rung.Weight),
-			Limits: r.rungLimits(rung.Name),
+			Limits: r.rungLimits(rung.Name, requirements),
 			Template: karpv1.NodeClaimTemplate{
 				ObjectMeta: karpv1.ObjectMeta{Labels: labels, Annotations: nilIfEmpty(t.annotations)},
 				Spec: karpv1.NodeClaimTemplateSpec{
@@ -71,9 +73,12 @@ func (r *renderer) nodePool(t *template, rung Rung) (*karpv1.NodePool, origins) 
 	o.set("metadata", OriginComputed("class"))
 	o.set("metadata.name", ladderOrigin)
 	o.set("spec.weight", OriginComputed("weight("+rung.WeightReason+")"))
-	if r.opts.HoldAtUsage {
+	switch {
+	case r.opts.HoldAtUsage:
 		o.set("spec.limits", OriginComputed("budget hold: the rung's status.resources"))
-	} else {
+	case r.opts.BudgetLeft != nil:
+		o.set("spec.limits", OriginComputed(fmt.Sprintf("class limit split across rungs, cpu at most what $%.4f/h left of the budget buys at the rung's dearest price per vCPU", *r.opts.BudgetLeft)))
+	default:
 		o.set("spec.limits", OriginComputed("class limit split across rungs"))
 	}
 	o.set(tmplPath+".spec.nodeClassRef", OriginComputed("class"))
@@ -132,12 +137,80 @@ func shorter(a, b string) bool {
 
 // rungLimits splits the class-wide limit (spec.limits, or the Baseline's ceiling where the
 // class sets none): each rung may use the class limit minus what the other rungs use now,
-// never below zero.
-func (r *renderer) rungLimits(rung string) karpv1.Limits {
+// never below zero; with budget left (Options.BudgetLeft), its CPU is capped at what that
+// money buys on the rung.
+func (r *renderer) rungLimits(rung string, reqs []karpv1.NodeSelectorRequirementWithMinValues) karpv1.Limits {
 	classLimits, _ := ClassLimits(r.baseline, r.class)
 	if r.opts.HoldAtUsage {
 		return r.heldLimits(rung, classLimits)
 	}
+	limits := r.splitLimits(rung, classLimits)
+	if r.opts.BudgetLeft == nil {
+		return limits
+	}
+	perVCPU, ok := dearestPerVCPU(r.catalog, r.region, reqs)
+	if !ok {
+		return limits // no type of the rung has a price: nothing to buy, nothing to bound
+	}
+	budget := budgetCPU(*r.opts.BudgetLeft, perVCPU, r.opts.Usage[rung][corev1.ResourceCPU])
+	if limits == nil {
+		limits = karpv1.Limits{}
+	}
+	if cpu, set := limits[corev1.ResourceCPU]; !set || budget.Cmp(cpu) < 0 {
+		limits[corev1.ResourceCPU] = budget
+	}
+	return limits
+}
+
+// budgetCPU is the most CPU a rung may hold with left US dollars per hour still to spend:
+// what it uses plus the vCPUs left buys at perVCPU, in millicores rounded down. Karpenter
+// launches a node only while the rung's CPU plus the node's stays within the limit, and
+// no node of the rung costs more than its vCPUs times perVCPU, so what it launches under
+// this limit costs at most left.
+func budgetCPU(left, perVCPU float64, used resource.Quantity) resource.Quantity {
+	milli := int64(0)
+	if left > 0 && perVCPU > 0 {
+		milli = int64(math.Floor(left / perVCPU * 1000))
+	}
+	q := resource.NewMilliQuantity(milli, resource.DecimalSI)
+	q.Add(used)
+	return *q
+}
+
+// dearestPerVCPU is the highest price per vCPU, US dollars per hour, of the catalog's
+// types that requirements allow, priced at the capacity type they pin (spot: the regional
+// average; on-demand and reserved: on demand); false when no allowed type has a price.
+func dearestPerVCPU(cat *catalog.Catalog, region string, reqs []karpv1.NodeSelectorRequirementWithMinValues) (float64, bool) {
+	spot := false
+	for _, req := range reqs {
+		if req.Key == karpv1.CapacityTypeLabelKey && req.Operator == corev1.NodeSelectorOpIn && len(req.Values) == 1 {
+			spot = req.Values[0] == karpv1.CapacityTypeSpot
+		}
+	}
+	key := fmt.Sprintf("render.dearestPerVCPU\x00%s\x00%v", region, reqs)
+	v := cat.Derived(key, func() any {
+		prices, matcher := cat.Prices[region], catalog.NewMatcher(reqs)
+		dearest := 0.0
+		for name, t := range cat.Types {
+			if t.VCPU <= 0 || !matcher.Matches(t) {
+				continue
+			}
+			p := prices[name].OnDemand
+			if spot {
+				p = prices[name].SpotAvg
+			}
+			if p > 0 {
+				dearest = math.Max(dearest, p/float64(t.VCPU))
+			}
+		}
+		return dearest
+	}).(float64)
+	return v, v > 0
+}
+
+// splitLimits is the class limit split: each rung may use the class limit minus what the
+// other rungs use now, never below zero; nil without a class limit.
+func (r *renderer) splitLimits(rung string, classLimits corev1.ResourceList) karpv1.Limits {
 	if len(classLimits) == 0 {
 		return nil
 	}

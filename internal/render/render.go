@@ -34,6 +34,14 @@ type Options struct {
 	// spec.budget under mode Enforce, cost.Judge): Karpenter then launches nothing more
 	// for the class. Lower limits would block replacing interrupted nodes no sooner.
 	HoldAtUsage bool
+	// BudgetLeft is what the class may still spend, US dollars per hour: its budget minus
+	// what its launched NodeClaims cost, never below 0 (the manager sets it under mode
+	// Enforce while the class is under its budget). Each rung's CPU limit is then capped
+	// at its Usage plus the vCPUs the money left buys at the rung's dearest price per
+	// vCPU, so Karpenter launches at most BudgetLeft's worth on each rung
+	// before the manager prices the class again. Nil: no cap (the CLI, which does not
+	// know what the class costs).
+	BudgetLeft *float64
 	// Region ranks the catalog's prices when it chooses families or types; default
 	// us-east-1.
 	Region string

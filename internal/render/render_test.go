@@ -602,6 +602,94 @@ func TestBudgetHoldFreezesEachRungAtItsUsage(t *testing.T) {
 	}
 }
 
+// With budget left, filling a rung's CPU room with any type the rung allows costs at most
+// that money, and the room is no smaller than that (to a millicore): one provisioning
+// round launches at most the budget left on each rung.
+func TestBudgetLeftCapsEachRungsCPUAtWhatItBuys(t *testing.T) {
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prices := cat.Prices[catalog.DefaultRegion]
+	used := resource.MustParse("30")
+	render1 := func(left float64, mutate ...func(*v1alpha1.WorkloadClass)) *render.Result {
+		t.Helper()
+		res, err := render.Render(baseline(), class("web", v1alpha1.ProfileGeneral, mutate...), render.Options{BudgetLeft: &left,
+			Usage: map[string]corev1.ResourceList{"web-spot-arm64": {corev1.ResourceCPU: used}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	room := func(np *karpv1.NodePool) float64 {
+		cpu, ok := np.Spec.Limits[corev1.ResourceCPU]
+		if !ok {
+			t.Fatalf("%s has no cpu limit: %v", np.Name, np.Spec.Limits)
+		}
+		if np.Name == "web-spot-arm64" {
+			cpu.Sub(used)
+		}
+		return cpu.AsApproximateFloat64()
+	}
+	const left = 1.25
+	res := render1(left)
+	if len(res.NodePools) < 4 {
+		t.Fatalf("want a ladder of spot and on-demand rungs, got %d", len(res.NodePools))
+	}
+	for _, np := range res.NodePools {
+		var spot bool
+		for _, r := range np.Spec.Template.Spec.Requirements {
+			spot = spot || r.Key == karpv1.CapacityTypeLabelKey && r.Values[0] == karpv1.CapacityTypeSpot
+		}
+		matcher, vcpus, dearest := catalog.NewMatcher(np.Spec.Template.Spec.Requirements), room(np), 0.0
+		for name, ty := range cat.Types {
+			if !matcher.Matches(ty) || ty.VCPU == 0 {
+				continue
+			}
+			price := prices[name].OnDemand
+			if spot {
+				price = prices[name].SpotAvg
+			}
+			if price <= 0 {
+				continue
+			}
+			perVCPU := price / float64(ty.VCPU)
+			if spend := vcpus * perVCPU; spend > left+1e-9 {
+				t.Errorf("%s: %.3f vCPUs of %s cost $%.4f/h, more than the $%.2f/h left", np.Name, vcpus, name, spend, left)
+			}
+			dearest = max(dearest, perVCPU)
+		}
+		if dearest == 0 || (vcpus+0.001)*dearest < left {
+			t.Errorf("%s: room %.3f vCPUs buys less than the $%.2f/h left at the dearest $%.5f/vCPU", np.Name, vcpus, left, dearest)
+		}
+		if o := provenanceOf(res, "NodePool/"+np.Name, "spec.limits[cpu]"); !strings.Contains(string(o), "$1.2500/h left of the budget") {
+			t.Errorf("%s: spec.limits origin %q", np.Name, o)
+		}
+	}
+
+	// A class limit below what the money buys wins; nothing left holds each rung at its CPU.
+	for _, np := range render1(1000, func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("40")}
+	}).NodePools {
+		want := "40"
+		if np.Name != "web-spot-arm64" {
+			want = "10" // 40 minus the 30 web-spot-arm64 uses
+		}
+		if cpu := np.Spec.Limits[corev1.ResourceCPU]; cpu.String() != want {
+			t.Errorf("%s: cpu limit %s under a class limit of 40, want %s", np.Name, cpu.String(), want)
+		}
+	}
+	for _, np := range render1(0).NodePools {
+		want := "0"
+		if np.Name == "web-spot-arm64" {
+			want = "30"
+		}
+		if cpu := np.Spec.Limits[corev1.ResourceCPU]; cpu.String() != want {
+			t.Errorf("%s: cpu limit %s with no budget left, want %s", np.Name, cpu.String(), want)
+		}
+	}
+}
+
 func TestProfileRequirementsAndExplicitShapes(t *testing.T) {
 	req := func(np *karpv1.NodePool, key string) *karpv1.NodeSelectorRequirementWithMinValues {
 		for i, r := range np.Spec.Template.Spec.Requirements {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/harness/fakeec2"
@@ -42,6 +43,8 @@ type sharedCluster struct {
 	Cloud *remoteCloud
 	// Kubeconfig is the path of an admin kubeconfig; LogDir holds the components' logs.
 	Kubeconfig, LogDir string
+	// MetricsURL is where Poolsmith's manager (in process 1) serves its metrics.
+	MetricsURL string
 	// Local is the cluster itself, set only in process 1, where Serial specs run: a
 	// scenario that needs more of it than this type offers is Serial.
 	Local *localcluster.Cluster
@@ -52,6 +55,7 @@ type endpoint struct {
 	Kubeconfig string `json:"kubeconfig"`
 	LogDir     string `json:"logDir"`
 	Control    string `json:"control"`
+	Metrics    string `json:"metrics"`
 }
 
 // serveControl serves the local cluster's in-process parts on a loopback port and
@@ -76,6 +80,20 @@ func serveControl(c *localcluster.Cluster) (string, error) {
 	})
 	mux.HandleFunc("GET /launches", func(w http.ResponseWriter, _ *http.Request) {
 		_ = json.NewEncoder(w).Encode(c.Cloud.Launches())
+	})
+	// The account's price list: what each pool (type, zone, capacity type) is charged.
+	mux.HandleFunc("GET /prices", func(w http.ResponseWriter, _ *http.Request) {
+		var out []poolPrice
+		for _, t := range c.Cloud.Types() {
+			for _, z := range c.Cloud.Zones() {
+				for _, ct := range []string{karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand} {
+					if p, ok := c.Cloud.Price(fakeec2.Pool{InstanceType: t.Name, Zone: z, CapacityType: ct}); ok {
+						out = append(out, poolPrice{Pool: fakeec2.Pool{InstanceType: t.Name, Zone: z, CapacityType: ct}, PerHour: p})
+					}
+				}
+			}
+		}
+		_ = json.NewEncoder(w).Encode(out)
 	})
 	mux.HandleFunc("GET /account", func(w http.ResponseWriter, _ *http.Request) {
 		acct := account{Region: c.Cloud.Region(), Zones: c.Cloud.Zones()}
@@ -142,6 +160,12 @@ type availability struct {
 	Zones        []string `json:"zones,omitempty"`
 }
 
+// poolPrice is what the simulated account charges per hour for a pool.
+type poolPrice struct {
+	fakeec2.Pool
+	PerHour float64 `json:"perHour"`
+}
+
 type account struct {
 	Region string   `json:"region"`
 	Zones  []string `json:"zones"`
@@ -164,7 +188,7 @@ func connect(ep endpoint) (*sharedCluster, error) {
 	if err := cloud.get("/account", &cloud.account); err != nil {
 		return nil, err
 	}
-	return &sharedCluster{Client: c, Config: cfg, Cloud: cloud, Kubeconfig: ep.Kubeconfig, LogDir: ep.LogDir}, nil
+	return &sharedCluster{Client: c, Config: cfg, Cloud: cloud, Kubeconfig: ep.Kubeconfig, LogDir: ep.LogDir, MetricsURL: ep.Metrics}, nil
 }
 
 // ForgetCapacityErrors makes Karpenter forget that the given instance types failed for
@@ -205,6 +229,19 @@ func (r *remoteCloud) Launches() []fakeec2.Launch {
 	GinkgoHelper()
 	var out []fakeec2.Launch
 	Expect(r.get("/launches", &out)).To(Succeed())
+	return out
+}
+
+// Prices is the account's price list, per pool: the prices EC2 charges and Karpenter
+// launches by (the simulated account's, not Poolsmith's priced catalog).
+func (r *remoteCloud) Prices() map[fakeec2.Pool]float64 {
+	GinkgoHelper()
+	var list []poolPrice
+	Expect(r.get("/prices", &list)).To(Succeed())
+	out := map[fakeec2.Pool]float64{}
+	for _, p := range list {
+		out[p.Pool] = p.PerHour
+	}
 	return out
 }
 

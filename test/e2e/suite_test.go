@@ -46,7 +46,7 @@ var _ = SynchronizedBeforeSuite(func() []byte {
 	Expect(local.Client.Create(ctx, baseline("e2e", "prod"))).To(Succeed())
 	control, err := serveControl(local)
 	Expect(err).NotTo(HaveOccurred())
-	data, err := json.Marshal(endpoint{Kubeconfig: local.Kubeconfig, LogDir: local.LogDir, Control: control})
+	data, err := json.Marshal(endpoint{Kubeconfig: local.Kubeconfig, LogDir: local.LogDir, Control: control, Metrics: local.MetricsURL})
 	Expect(err).NotTo(HaveOccurred())
 	return data
 }, func(data []byte) {

@@ -83,6 +83,9 @@ type Cluster struct {
 	Kubeconfig string
 	// LogDir holds the components' logs.
 	LogDir string
+	// MetricsURL is where Poolsmith's manager serves its metrics (plain HTTP on a free
+	// loopback port), for a Prometheus to scrape.
+	MetricsURL string
 
 	karpenter *karpenter
 	cancel    context.CancelFunc
@@ -180,8 +183,13 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 		caps.Headroom = v1alpha1.HeadroomPods
 	}
+	metricsPort, err := freePort()
+	if err != nil {
+		return c, err
+	}
+	c.MetricsURL = "http://127.0.0.1:" + metricsPort + "/metrics"
 	mgr, err := operator.New(runCtx, env.Config, operator.Options{
-		MetricsAddr: "0", ProbeAddr: "0", MaxConcurrentReconciles: 4, Capabilities: caps, Region: cloud.Region(),
+		MetricsAddr: "127.0.0.1:" + metricsPort, ProbeAddr: "0", MaxConcurrentReconciles: 4, Capabilities: caps, Region: cloud.Region(),
 	})
 	if err != nil {
 		return c, err
