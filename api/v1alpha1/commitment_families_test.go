@@ -41,9 +41,9 @@ func TestCommitmentFamiliesAreTheCatalogs(t *testing.T) {
 	c := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["commitments"]
 	sp := c.Properties["savingsPlans"].Items.Schema
 	for field, node := range map[string]apiextensionsv1.JSONSchemaProps{
-		"savingsPlans[].family":            sp.Properties["family"],
+		"savingsPlans[].family":                     sp.Properties["family"],
 		"savingsPlans[].discount.families[].family": sp.Properties["discount"].Properties["families"].Items.Schema.Properties["family"],
-		"reservedInstances[].instanceType": c.Properties["reservedInstances"].Items.Schema.Properties["instanceType"],
+		"reservedInstances[].instanceType":          c.Properties["reservedInstances"].Items.Schema.Properties["instanceType"],
 	} {
 		var lists int
 		for _, r := range node.XValidations {

@@ -1,8 +1,8 @@
 package commitment
 
 import (
-	"k8s.io/apimachinery/pkg/labels"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 )
