@@ -47,6 +47,9 @@ type Options struct {
 	// Headroom is the manager's headroom mechanism and namespace, and what sizes a class's
 	// headroom: the time and the class's live usage. Zero: no headroom is rendered.
 	Headroom HeadroomOptions
+	// Commitments are the class's commitment states and entitlements; zero: offline,
+	// every commitment of the Baseline Open.
+	Commitments CommitmentOptions
 }
 
 // Result is a rendered NodePool family.
@@ -123,7 +126,8 @@ type renderer struct {
 	profile     ProfileDefaults
 	errs        Errors
 
-	nodeClassOrigins origins
+	nodeClassOrigins    origins
+	resolvedCommitments *Commitments
 }
 
 func (r *renderer) invalid(field, msg string) {
