@@ -17,9 +17,13 @@ import (
 type CommitmentOptions struct {
 	// Now decides which commitments have ended; zero: the wall clock.
 	Now time.Time
+	// Offline: no nodes are known (the CLI's render, explain and lint), so a commitment
+	// without a state is Open, with its full entitlement.
+	Offline bool
 	// States are the class's commitment states by id (commitment.Next, from its nodes and
-	// its previous status). A commitment without one is Open: offline no nodes are known,
-	// so every plan has room.
+	// its previous status). Without Offline, a commitment without a state ranks nothing:
+	// the manager does not track coverage yet, and an Open state nothing could exhaust
+	// would send every launch to the covered rungs, whatever the commitment's size.
 	States map[string]commitment.State
 	// Entitlements are the class's part of each commitment by id ($/h of a Savings Plan,
 	// normalized units of a Reserved Instance), for the reasons; unknown when absent.
@@ -40,8 +44,12 @@ type Commitments struct {
 	LeftOut []commitment.Problem
 }
 
-// offlineOrigin is the state's origin when nothing says how much of a plan is used.
-var offlineOrigin = OriginComputed("commitments (offline: no nodes known, every plan has room)")
+// The state's origin when nothing says how much of a plan is used: offline, or in the
+// manager, which does not track coverage yet.
+var (
+	offlineOrigin   = OriginComputed("commitments (offline: no nodes known, every plan has room)")
+	untrackedOrigin = OriginComputed("commitments (coverage not tracked by the manager yet: ranks nothing)")
+)
 
 // resolveCommitments resolves the class's use of its Baseline's commitments, adding each
 // to the settings with its origin.
@@ -71,9 +79,12 @@ func resolveCommitments(in Inputs, add func(path, value string, origin Origin)) 
 		switch {
 		case s.Use == v1alpha1.CommitmentsIgnore:
 			value += ": ignored by the class"
-		case !known:
+		case !known && in.Options.Commitments.Offline:
 			value += ": Open"
 			origin = offlineOrigin
+		case !known:
+			value += ": not ranking"
+			origin = untrackedOrigin
 		case state.Open:
 			value += ": Open since " + state.Since.UTC().Format(time.RFC3339)
 		default:
@@ -83,7 +94,7 @@ func resolveCommitments(in Inputs, add func(path, value string, origin Origin)) 
 			value += ", entitlement " + amount(c, e)
 		}
 		add("commitments["+c.ID+"]", value, origin)
-		if s.Use != v1alpha1.CommitmentsIgnore && (!known || state.Open) {
+		if s.Use != v1alpha1.CommitmentsIgnore && ((!known && in.Options.Commitments.Offline) || state.Open) {
 			s.Open = append(s.Open, c)
 		}
 	}

@@ -74,7 +74,8 @@ func TestCommitmentsWorkedExample(t *testing.T) {
 		weights string
 	}{
 		{"without the plan", baseline(), workedExampleClass(), render.CommitmentOptions{Now: commitmentNow}, without},
-		{"offline (Open)", baseline(workedExamplePlan("31%")), workedExampleClass(), render.CommitmentOptions{Now: commitmentNow}, open},
+		{"offline (Open)", baseline(workedExamplePlan("31%")), workedExampleClass(), render.CommitmentOptions{Now: commitmentNow, Offline: true}, open},
+		{"coverage not tracked (the manager)", baseline(workedExamplePlan("31%")), workedExampleClass(), render.CommitmentOptions{Now: commitmentNow}, without},
 		{"Open", baseline(workedExamplePlan("31%")), workedExampleClass(), state(true), open},
 		{"Exhausted", baseline(workedExamplePlan("31%")), workedExampleClass(), state(false), without},
 		{"class ignores commitments", baseline(workedExamplePlan("31%")), workedExampleClass(func(wc *v1alpha1.WorkloadClass) {
@@ -216,14 +217,14 @@ func TestCoveredRungsConsolidateOnlyWhenEmpty(t *testing.T) {
 		}
 	}
 	diverse := class("mixed", v1alpha1.ProfileGeneral, withArchitectures(v1alpha1.ArchitectureARM64), withCapacityTypes(v1alpha1.CapacityTypeOnDemand))
-	if got := policies(baseline(workedExamplePlan("31%")), diverse, render.CommitmentOptions{}); got["mixed-on-demand-arm64"] != string(karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized) {
+	if got := policies(baseline(workedExamplePlan("31%")), diverse, render.CommitmentOptions{Offline: true}); got["mixed-on-demand-arm64"] != string(karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized) {
 		t.Errorf("a Diverse rung the m7g plan covers in part: %v", got)
 	}
 	compute := func(b *v1alpha1.Baseline) {
 		b.Spec.Commitments = &v1alpha1.Commitments{SavingsPlans: []v1alpha1.SavingsPlan{{ID: "sp-compute", Type: v1alpha1.SavingsPlanCompute,
 			Discount: &v1alpha1.Discount{Default: "20%"}, Share: v1alpha1.CommitmentShare{Hourly: "2"}}}}
 	}
-	if got := policies(baseline(compute), diverse, render.CommitmentOptions{}); got["mixed-on-demand-arm64"] != string(karpv1.ConsolidationPolicyWhenEmpty) {
+	if got := policies(baseline(compute), diverse, render.CommitmentOptions{Offline: true}); got["mixed-on-demand-arm64"] != string(karpv1.ConsolidationPolicyWhenEmpty) {
 		t.Errorf("a Compute plan covers every on-demand type: %v", got)
 	}
 }
@@ -236,7 +237,7 @@ func TestCommitmentSettings(t *testing.T) {
 		b.Spec.Commitments.SavingsPlans = append(b.Spec.Commitments.SavingsPlans, v1alpha1.SavingsPlan{ID: "sp-old",
 			Type: v1alpha1.SavingsPlanCompute, End: &past, Share: v1alpha1.CommitmentShare{Hourly: "1"}})
 	})
-	res, err := render.Render(b, workedExampleClass(), render.Options{Commitments: render.CommitmentOptions{Now: commitmentNow}})
+	res, err := render.Render(b, workedExampleClass(), render.Options{Commitments: render.CommitmentOptions{Now: commitmentNow, Offline: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
