@@ -4,8 +4,6 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-
-	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 )
 
 // CommitmentsPolicyName names the policy that refuses an expired commitment on a new
@@ -29,14 +27,8 @@ func commitmentsPolicy() (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.V
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionv1.Fail),
 			MatchConstraints: &admissionv1.MatchResources{
-				MatchPolicy: ptr.To(admissionv1.Equivalent),
-				ResourceRules: []admissionv1.NamedRuleWithOperations{{RuleWithOperations: admissionv1.RuleWithOperations{
-					Operations: []admissionv1.OperationType{admissionv1.Create},
-					Rule: admissionv1.Rule{
-						APIGroups: []string{v1alpha1.GroupVersion.Group}, APIVersions: []string{v1alpha1.GroupVersion.Version},
-						Resources: []string{"baselines"}, Scope: ptr.To(admissionv1.ClusterScope),
-					},
-				}}},
+				MatchPolicy:   ptr.To(admissionv1.Equivalent),
+				ResourceRules: []admissionv1.NamedRuleWithOperations{poolsmithRule("baselines", admissionv1.Create)},
 			},
 			MatchConditions: []admissionv1.MatchCondition{
 				{Name: "has-commitments", Expression: `has(object.spec.commitments)`},
