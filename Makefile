@@ -45,9 +45,10 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: controller-gen ## Generate CRDs (int32 fields bounded by hack/crdbounds) and RBAC into config/, and the chart's RBAC and CRDs from them.
+manifests: controller-gen ## Generate CRDs (int32 fields bounded by hack/crdbounds, commitment families from the catalog by hack/crdfamilies) and RBAC into config/, and the chart's RBAC and CRDs from them.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	go run ./hack/crdbounds
+	go run ./hack/crdfamilies
 	go run ./hack/chartgen
 
 .PHONY: generate

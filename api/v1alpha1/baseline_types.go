@@ -38,6 +38,10 @@ type BaselineSpec struct {
 	// which fields a class overrides as a group.
 	// +optional
 	Headroom *Headroom `json:"headroom,omitempty"`
+	// commitments are the Savings Plans and Reserved Instances this cluster may count on;
+	// see Commitments and docs/commitments.md.
+	// +optional
+	Commitments *Commitments `json:"commitments,omitempty"`
 }
 
 // NodePoolDefaults are the NodePool fields a Baseline sets for every derived NodePool.

@@ -21,6 +21,7 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/harness/testenv"
+	"github.com/poolsmith/poolsmith/internal/render"
 )
 
 // validClass is a WorkloadClass that sets most fields; every invalid row breaks one rule.
@@ -99,6 +100,33 @@ func validBaseline() *v1alpha1.Baseline {
 				Labels:      v1alpha1.NodeLabels{"example.com/environment": "prod"},
 				ExpireAfter: ptr.To(karpv1.MustParseNillableDuration("720h")),
 			},
+			Commitments: validCommitments(),
+		},
+	}
+}
+
+// validCommitments sets every commitment field; its plans run from a month ago to eleven
+// months ahead, so the create-time expiry policy admits them whenever the test runs.
+func validCommitments() *v1alpha1.Commitments {
+	start := metav1.NewTime(time.Now().Add(-30 * 24 * time.Hour).Truncate(time.Second))
+	end := metav1.NewTime(start.Add(365 * 24 * time.Hour))
+	return &v1alpha1.Commitments{
+		SavingsPlans: []v1alpha1.SavingsPlan{
+			{ID: "sp-0a1b2c3d", Type: v1alpha1.SavingsPlanEC2Instance, Commitment: "3.00", Family: "m7g", Region: "us-east-1",
+				Discount: &v1alpha1.Discount{Default: "27.5%", Families: []v1alpha1.FamilyDiscount{{Family: "m7g", Discount: "31%"}}},
+				Start:    &start, End: &end, Share: v1alpha1.CommitmentShare{Percent: ptr.To[int32](40)}},
+			{ID: "sp-compute", Type: v1alpha1.SavingsPlanCompute, Commitment: "12.50", Share: v1alpha1.CommitmentShare{Hourly: "4.00"}},
+			{ID: "sp-from-signals", Share: v1alpha1.CommitmentShare{Percent: ptr.To[int32](100)}},
+		},
+		ReservedInstances: []v1alpha1.ReservedInstance{
+			{ID: "b847fa93-e282-4f55-b59a-1342fexample", InstanceType: "m7g.large", Count: ptr.To[int32](10), Scope: v1alpha1.RIScopeRegion,
+				EffectiveHourly: "0.0646", Start: &start, End: &end, Share: v1alpha1.CommitmentShare{Percent: ptr.To[int32](50)}},
+			{ID: "ri-zonal", InstanceType: "c7g.xlarge", Count: ptr.To[int32](2), Scope: v1alpha1.RIScopeZone, Zone: "us-east-1a",
+				Share: v1alpha1.CommitmentShare{Percent: ptr.To[int32](100)}},
+		},
+		Allocations: []v1alpha1.CommitmentAllocation{
+			{ClassSelector: metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelTeam: "api"}}, Percent: 50},
+			{ClassSelector: metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelTeam: "web"}}, Percent: 30},
 		},
 	}
 }
@@ -426,4 +454,92 @@ var _ = DescribeTable("rejects an invalid Baseline, naming the field",
 	Entry("malformed consolidateAfter", func(b *v1alpha1.Baseline) {
 		b.Spec.NodePool.Disruption = &v1alpha1.Disruption{ConsolidateAfter: ptr.To(karpv1.NillableDuration{Raw: []byte(`"soon"`)})}
 	}, "spec.nodePool.disruption.consolidateAfter", "should match"),
+	Entry("negative commitment", func(b *v1alpha1.Baseline) { b.Spec.Commitments.SavingsPlans[0].Commitment = "-1" },
+		"spec.commitments.savingsPlans[0].commitment", "commitment: US dollars per hour, more than 0 and at most 5000"),
+	Entry("zero commitment", func(b *v1alpha1.Baseline) { b.Spec.Commitments.SavingsPlans[0].Commitment = "0.00" },
+		"spec.commitments.savingsPlans[0].commitment", "commitment: US dollars per hour, more than 0 and at most 5000"),
+	Entry("commitment above AWS's largest", func(b *v1alpha1.Baseline) { b.Spec.Commitments.SavingsPlans[1].Commitment = "5000.01" },
+		"spec.commitments.savingsPlans[1].commitment", "commitment: US dollars per hour, more than 0 and at most 5000"),
+	Entry("discount of 100%", func(b *v1alpha1.Baseline) { b.Spec.Commitments.SavingsPlans[0].Discount.Default = "100%" },
+		"spec.commitments.savingsPlans[0].discount.default", "default: a percentage from 0% to 99.99%"),
+	Entry("negative discount", func(b *v1alpha1.Baseline) { b.Spec.Commitments.SavingsPlans[0].Discount.Default = "-5%" },
+		"spec.commitments.savingsPlans[0].discount.default", "default: a percentage from 0% to 99.99%"),
+	Entry("family discount above 100%", func(b *v1alpha1.Baseline) { b.Spec.Commitments.SavingsPlans[0].Discount.Families[0].Discount = "120%" },
+		"spec.commitments.savingsPlans[0].discount.families[0].discount", "discount: a percentage from 0% to 99.99%"),
+	Entry("unknown family", func(b *v1alpha1.Baseline) { b.Spec.Commitments.SavingsPlans[0].Family = "m9z" },
+		"spec.commitments.savingsPlans[0].family", "family: m9z is not an instance family Poolsmith's catalog knows"),
+	Entry("unknown family in the discounts", func(b *v1alpha1.Baseline) {
+		b.Spec.Commitments.SavingsPlans[0].Discount.Families = append(b.Spec.Commitments.SavingsPlans[0].Discount.Families, v1alpha1.FamilyDiscount{Family: "m9z", Discount: "20%"})
+	}, "spec.commitments.savingsPlans[0].discount.families[1].family", "family: m9z is not an instance family Poolsmith's catalog knows"),
+	Entry("Reserved Instance of an unknown family", func(b *v1alpha1.Baseline) { b.Spec.Commitments.ReservedInstances[0].InstanceType = "m9z.large" },
+		"spec.commitments.reservedInstances[0].instanceType", "instanceType: m9z.large is not of an instance family Poolsmith's catalog knows"),
+	Entry("EC2Instance plan without a family", func(b *v1alpha1.Baseline) { b.Spec.Commitments.SavingsPlans[0].Family = "" },
+		"spec.commitments.savingsPlans[0].family", "family: an EC2Instance plan names its instance family"),
+	Entry("Compute plan with a family", func(b *v1alpha1.Baseline) { b.Spec.Commitments.SavingsPlans[1].Family = "m7g" },
+		"spec.commitments.savingsPlans[1].family", "family: only an EC2Instance plan has one"),
+	Entry("end before start", func(b *v1alpha1.Baseline) {
+		sp := &b.Spec.Commitments.SavingsPlans[0]
+		sp.End = ptr.To(metav1.NewTime(sp.Start.Add(-time.Hour)))
+	}, "spec.commitments.savingsPlans[0].end", "end: must be after start"),
+	Entry("a four-year term", func(b *v1alpha1.Baseline) {
+		sp := &b.Spec.Commitments.SavingsPlans[0]
+		sp.End = ptr.To(metav1.NewTime(sp.Start.Add(4 * 365 * 24 * time.Hour)))
+	}, "spec.commitments.savingsPlans[0].end", "end: a plan's term is at most 3 years"),
+	Entry("share of 0%", func(b *v1alpha1.Baseline) { b.Spec.Commitments.SavingsPlans[0].Share.Percent = ptr.To[int32](0) },
+		"spec.commitments.savingsPlans[0].share.percent", "should be greater than or equal to 1"),
+	Entry("share of 101%", func(b *v1alpha1.Baseline) { b.Spec.Commitments.SavingsPlans[0].Share.Percent = ptr.To[int32](101) },
+		"spec.commitments.savingsPlans[0].share.percent", "should be less than or equal to 100"),
+	Entry("negative hourly share", func(b *v1alpha1.Baseline) { b.Spec.Commitments.SavingsPlans[1].Share.Hourly = "-4" },
+		"spec.commitments.savingsPlans[1].share.hourly", "hourly: US dollars per hour, more than 0"),
+	Entry("hourly share above the commitment", func(b *v1alpha1.Baseline) { b.Spec.Commitments.SavingsPlans[1].Share.Hourly = "20" },
+		"spec.commitments.savingsPlans[1].share.hourly", "share.hourly: more than the plan's commitment"),
+	Entry("share both hourly and percent", func(b *v1alpha1.Baseline) { b.Spec.Commitments.SavingsPlans[1].Share.Percent = ptr.To[int32](10) },
+		"spec.commitments.savingsPlans[1].share", "share: exactly one of hourly and percent"),
+	Entry("Reserved Instance share in dollars", func(b *v1alpha1.Baseline) {
+		b.Spec.Commitments.ReservedInstances[0].Share = v1alpha1.CommitmentShare{Hourly: "1.00"}
+	}, "spec.commitments.reservedInstances[0].share", "share: a Reserved Instance's share is a percent of its normalized units"),
+	Entry("zonal Reserved Instance without a zone", func(b *v1alpha1.Baseline) { b.Spec.Commitments.ReservedInstances[1].Zone = "" },
+		"spec.commitments.reservedInstances[1].zone", "zone: a zonal Reserved Instance names its zone"),
+	Entry("negative effectiveHourly", func(b *v1alpha1.Baseline) { b.Spec.Commitments.ReservedInstances[0].EffectiveHourly = "-0.06" },
+		"spec.commitments.reservedInstances[0].effectiveHourly", "effectiveHourly: US dollars per hour, more than 0"),
+	Entry("unknown Savings Plan type", func(b *v1alpha1.Baseline) { b.Spec.Commitments.SavingsPlans[1].Type = "Database" },
+		"spec.commitments.savingsPlans[1].type", `supported values: "Compute", "EC2Instance"`),
+	Entry("allocations over 100%", func(b *v1alpha1.Baseline) { b.Spec.Commitments.Allocations[1].Percent = 60 },
+		"spec.commitments.allocations", "allocations: percents add up to more than 100"),
 )
+
+var _ = Describe("Commitments", func() {
+	// The API server enforces a new policy a moment after it is created, and awaiting it
+	// at start would cost every suite: each refusal is awaited here instead.
+	refused := func(b *v1alpha1.Baseline) func(g Gomega) {
+		return func(g Gomega) {
+			err := dryRunCreate(b)
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(err.Error()).To(ContainSubstring(render.CommitmentsPolicyName))
+		}
+	}
+	It("refuse a Baseline created with an expired plan, naming it", func() {
+		b := validBaseline()
+		sp := &b.Spec.Commitments.SavingsPlans[0]
+		sp.Start, sp.End = ptr.To(metav1.NewTime(time.Now().Add(-400*24*time.Hour))), ptr.To(metav1.NewTime(time.Now().Add(-35*24*time.Hour)))
+		Eventually(refused(b)).WithTimeout(30 * time.Second).Should(Succeed())
+		Expect(dryRunCreate(b).Error()).To(ContainSubstring("spec.commitments.savingsPlans[sp-0a1b2c3d].end: " + sp.End.UTC().Format(time.RFC3339) + " is past (a Baseline may not be created with an expired commitment)"))
+	})
+	It("refuse a Baseline created with a Reserved Instance that ended a minute ago", func() {
+		b := validBaseline()
+		b.Spec.Commitments.ReservedInstances[1].End = ptr.To(metav1.NewTime(time.Now().Add(-time.Minute)))
+		Eventually(refused(b)).WithTimeout(30 * time.Second).Should(Succeed())
+		Expect(dryRunCreate(b).Error()).To(ContainSubstring("spec.commitments.reservedInstances[ri-zonal].end: "))
+	})
+	It("admit an update that adds an expired plan: CEL has no clock but the create time", func() {
+		expired := validBaseline()
+		expired.Spec.Commitments.SavingsPlans[0].End = ptr.To(metav1.NewTime(time.Now().Add(-time.Hour)))
+		Eventually(refused(expired)).WithTimeout(30 * time.Second).Should(Succeed()) // the policy is in force
+		b := validBaseline()
+		b.Name = "commitments-update"
+		Expect(env.Client.Create(ctx, b)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, b))).To(Succeed()) })
+		b.Spec.Commitments.SavingsPlans[0].End = ptr.To(metav1.NewTime(time.Now().Add(-time.Hour)))
+		Expect(env.Client.Update(ctx, b)).To(Succeed())
+	})
+})

@@ -531,6 +531,12 @@ type Weighting struct {
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	Ceiling *int32 `json:"ceiling,omitempty"`
+
+	// commitments is Use (the default: rank on-demand rungs by the price under the
+	// Baseline's commitments) or Ignore (list prices, and the class gives up its part of
+	// every commitment, e.g. a class that must stay on spot). A class can only opt out.
+	// +optional
+	Commitments CommitmentUse `json:"commitments,omitempty"`
 }
 
 // PodShape is a reference pod's resource requests.

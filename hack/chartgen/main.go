@@ -11,7 +11,7 @@
 //
 // It also writes the admission policies (render.AdmissionPolicies: access and namespace
 // defaults over the AccessRules the manager writes, guardrails over the Baselines, team
-// ownership), installed once and never written by the manager, to
+// ownership, a Baseline's expired commitments), installed once and never written by the manager, to
 // charts/poolsmith/templates/admission-policies.yaml (the ownership mapping from the chart's
 // values) and config/policies/policies.yaml (render.DefaultOwnership).
 package main
@@ -64,7 +64,7 @@ func run(root string) error {
 // the release; the MutatingAdmissionPolicy and its binding only where the API server
 // serves admissionregistration.k8s.io/v1 MutatingAdmissionPolicy) and into config/policies.
 func writePolicies(root string) error {
-	const source = "internal/render/access.go and guardrails.go (render.AdmissionPolicies)"
+	const source = "internal/render/access.go, guardrails.go and commitments_policy.go (render.AdmissionPolicies)"
 	var chart, plain bytes.Buffer
 	fmt.Fprintf(&chart, header, source)
 	fmt.Fprintf(&plain, header, source)

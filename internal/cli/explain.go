@@ -25,7 +25,11 @@ Then a rebalance section: each class's spec.rebalance as the rebalance controlle
 resolves it, one setting a line (WorkloadClass/NAME, spec.rebalance.FIELD), from the
 class, else its Baseline (baseline), else Poolsmith's default (poolsmith-default).
 Then a limits section: each class's class-wide limits (spec.limits[NAME]), from the
-class, else its Baseline's guardrails.ceilings (baseline:guardrail).
+class, else its Baseline's guardrails.ceilings (baseline:guardrail). Then, when its
+Baseline declares commitments, a commitments section: the class's
+spec.weighting.commitments, and each commitment (commitments[ID]) with its share and
+state: offline, no nodes are known, so every commitment is Open; an expired one is
+refused. A rung a commitment ranked names it in its spec.weight origin.
 With -o json these are more entries of the same list. --object WorkloadClass/NAME (or
 NAME) selects a class's section.`,
 		Example: `  poolsmith explain -f config/samples/ --object NodePool/ci-spot-amd64
@@ -37,7 +41,21 @@ NAME) selects a class's section.`,
 			if err != nil {
 				return err
 			}
-			var fields, rebalance, limits render.Provenance
+			// The class's resolved settings, each section aligned on its own: they are not
+			// fields of a generated object.
+			sections := []struct {
+				title  string
+				match  func(path string) bool
+				fields render.Provenance
+			}{
+				{title: "REBALANCE (spec.rebalance as resolved: class, else baseline, else poolsmith-default)",
+					match: func(p string) bool { return strings.HasPrefix(p, "spec.rebalance.") }},
+				{title: "LIMITS (class-wide, split across rungs: the class's, else its Baseline's ceiling, baseline:guardrail)",
+					match: func(p string) bool { return strings.HasPrefix(p, "spec.limits[") }},
+				{title: "COMMITMENTS (the Baseline's Savings Plans and Reserved Instances as they price the class's rungs: the class's use, each commitment's share, state and entitlement, and what was left out)",
+					match: func(p string) bool { return p == "spec.weighting.commitments" || strings.HasPrefix(p, "commitments[") }},
+			}
+			var fields, settings render.Provenance
 			for _, r := range results {
 				for _, f := range r.Provenance {
 					if matchesObject(f.Object, object) {
@@ -45,55 +63,47 @@ NAME) selects a class's section.`,
 					}
 				}
 				for _, f := range r.Settings.Fields {
-					switch {
-					case !matchesObject(f.Object, object):
-					case strings.HasPrefix(f.Path, "spec.rebalance."):
-						rebalance = append(rebalance, f)
-					case strings.HasPrefix(f.Path, "spec.limits["):
-						limits = append(limits, f)
+					for i := range sections {
+						if matchesObject(f.Object, object) && sections[i].match(f.Path) {
+							sections[i].fields = append(sections[i].fields, f)
+							break
+						}
 					}
 				}
 			}
-			if object != "" && len(fields) == 0 && len(rebalance) == 0 && len(limits) == 0 {
+			for _, s := range sections {
+				settings = append(settings, s.fields...)
+			}
+			if object != "" && len(fields) == 0 && len(settings) == 0 {
 				return inputError{fmt.Sprintf("--object %s: no generated object has that name", object)}
 			}
 			if flags.output == "json" {
-				return writeJSON(c.OutOrStdout(), append(append(fields, rebalance...), limits...))
+				return writeJSON(c.OutOrStdout(), append(fields, settings...))
 			}
 			w := tabwriter.NewWriter(c.OutOrStdout(), 0, 0, 2, ' ', 0)
-			if len(fields) > 0 {
+			printed := len(fields) > 0
+			if printed {
 				fmt.Fprintln(w, "OBJECT\tPATH\tVALUE\tORIGIN")
 				for _, f := range fields {
 					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", f.Object, f.Path, oneLine(f.Value), f.Origin)
 				}
 			}
-			if len(rebalance) > 0 {
-				if len(fields) > 0 {
-					fmt.Fprintln(w)
+			for _, s := range sections {
+				if len(s.fields) == 0 {
+					continue
 				}
-				// Its own section, aligned on its own: these are the class's resolved
-				// settings, not fields of a generated object.
-				if err := w.Flush(); err != nil {
-					return err
-				}
-				fmt.Fprintln(c.OutOrStdout(), "REBALANCE (spec.rebalance as resolved: class, else baseline, else poolsmith-default)")
-				fmt.Fprintln(w, "OBJECT\tSETTING\tVALUE\tORIGIN")
-				for _, f := range rebalance {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", f.Object, f.Path, f.Value, f.Origin)
-				}
-			}
-			if len(limits) > 0 {
-				if len(fields)+len(rebalance) > 0 {
+				if printed {
 					fmt.Fprintln(w)
 				}
 				if err := w.Flush(); err != nil {
 					return err
 				}
-				fmt.Fprintln(c.OutOrStdout(), "LIMITS (class-wide, split across rungs: the class's, else its Baseline's ceiling, baseline:guardrail)")
+				fmt.Fprintln(c.OutOrStdout(), s.title)
 				fmt.Fprintln(w, "OBJECT\tSETTING\tVALUE\tORIGIN")
-				for _, f := range limits {
+				for _, f := range s.fields {
 					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", f.Object, f.Path, f.Value, f.Origin)
 				}
+				printed = true
 			}
 			return w.Flush()
 		},

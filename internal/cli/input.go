@@ -7,11 +7,13 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/commitment"
 	"github.com/poolsmith/poolsmith/internal/guardrail"
 	"github.com/poolsmith/poolsmith/internal/lint"
 	"github.com/poolsmith/poolsmith/internal/manifest"
@@ -86,6 +88,15 @@ func loadInput(paths []string, stdin io.Reader, stderr io.Writer, extra map[stri
 			b := &v1alpha1.Baseline{}
 			if err := o.Into(b); err != nil {
 				errs = append(errs, err.Error())
+				continue
+			}
+			// What admission cannot judge (CEL has no clock) and the manager would leave out:
+			// an expired commitment, or one without the facts to price anything.
+			_, problems := commitment.Resolve(b.Spec.Commitments, time.Now())
+			for _, p := range problems {
+				errs = append(errs, fmt.Sprintf("%s: %s", o.Where(), p.Message))
+			}
+			if len(problems) > 0 {
 				continue
 			}
 			in.baselines[b.Name] = b

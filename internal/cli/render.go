@@ -52,7 +52,8 @@ func (f *inputFlags) options(stderr io.Writer) (render.Options, error) {
 	if err != nil {
 		return render.Options{}, err
 	}
-	opts := render.Options{Region: f.region, Catalog: cat}
+	// Offline no node is known, so every commitment has room (docs/commitments.md).
+	opts := render.Options{Region: f.region, Catalog: cat, Commitments: render.CommitmentOptions{Offline: true}}
 	if f.signals == "" {
 		return opts, nil
 	}

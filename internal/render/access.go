@@ -207,15 +207,17 @@ const namespaceLabelsCEL = `has(namespaceObject.metadata.labels) ? namespaceObje
 // AdmissionPolicies are the policies and bindings the chart and config/policies install
 // once (hack/chartgen writes them from here): the access policy, whose parameters are the
 // restricted classes' AccessRules, the namespace-default policy, whose parameters are
-// every class's, the guardrail policy, whose parameters are the Baselines, and the
-// ownership policy, which has none; the last two read o. The manager writes only
+// every class's, the guardrail policy, whose parameters are the Baselines, the ownership
+// policy, which has none (these two read o), and the commitments policy, which refuses a
+// Baseline created with an expired commitment. The manager writes only
 // AccessRules, so it needs no write access to any admission policy.
 func AdmissionPolicies(o Ownership) []client.Object {
 	vap, vapb := accessPolicy()
 	mp, mpb := defaultsPolicy()
 	gp, gpb := guardrailsPolicy(o)
 	op, opb := ownershipPolicy(o)
-	return []client.Object{vap, vapb, mp, mpb, gp, gpb, op, opb}
+	cp, cpb := commitmentsPolicy()
+	return []client.Object{vap, vapb, mp, mpb, gp, gpb, op, opb, cp, cpb}
 }
 
 // paramKind is the AccessRule, the parameter of both policies.

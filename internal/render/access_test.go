@@ -53,7 +53,7 @@ func TestAccessRendersOneAccessRulePerClass(t *testing.T) {
 
 func TestAdmissionPoliciesReadAccessRules(t *testing.T) {
 	objs := render.AdmissionPolicies(render.DefaultOwnership)
-	if len(objs) != 8 {
+	if len(objs) != 10 {
 		t.Fatalf("policies = %d", len(objs))
 	}
 	vap := objs[0].(*admissionv1.ValidatingAdmissionPolicy)

@@ -353,11 +353,17 @@ func denyBinding(policy string, params *metav1.LabelSelector) *admissionv1.Valid
 
 // classRule matches WorkloadClasses (not their status) for the operations.
 func classRule(ops ...admissionv1.OperationType) admissionv1.NamedRuleWithOperations {
+	return poolsmithRule("workloadclasses", ops...)
+}
+
+// poolsmithRule matches one of Poolsmith's cluster-scoped resources (not its status) for
+// the operations.
+func poolsmithRule(resource string, ops ...admissionv1.OperationType) admissionv1.NamedRuleWithOperations {
 	return admissionv1.NamedRuleWithOperations{RuleWithOperations: admissionv1.RuleWithOperations{
 		Operations: ops,
 		Rule: admissionv1.Rule{
 			APIGroups: []string{v1alpha1.GroupVersion.Group}, APIVersions: []string{v1alpha1.GroupVersion.Version},
-			Resources: []string{"workloadclasses"}, Scope: ptr.To(admissionv1.ClusterScope),
+			Resources: []string{resource}, Scope: ptr.To(admissionv1.ClusterScope),
 		},
 	}}
 }

@@ -54,6 +54,8 @@ type Rung struct {
 	// many types each priced, e.g. "spot: advisor 2026-11-30 (58), catalog 2025-05-28 (2)";
 	// empty when no price ranked the rung.
 	PriceSources string
+	// Commitment is the id of the commitment whose price ranked the rung, if any.
+	Commitment string
 }
 
 // ladder returns the rungs in preference order: capacity types outermost, then

@@ -82,6 +82,7 @@ func (r *renderer) nodePool(t *template, rung Rung) (*karpv1.NodePool, origins) 
 		o.set("spec.limits", OriginComputed("class limit split across rungs"))
 	}
 	o.set(tmplPath+".spec.nodeClassRef", OriginComputed("class"))
+	r.whenEmpty(t, rung, np, o)
 	return np, o
 }
 

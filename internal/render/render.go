@@ -55,6 +55,10 @@ type Options struct {
 	// Headroom is the manager's headroom mechanism and namespace, and what sizes a class's
 	// headroom: the time and the class's live usage. Zero: no headroom is rendered.
 	Headroom HeadroomOptions
+	// Commitments are the class's commitment states and entitlements, or Offline (every
+	// commitment Open); zero: no coverage known, so commitments rank nothing (the manager
+	// until it tracks coverage) and only make the rungs they cover whole WhenEmpty.
+	Commitments CommitmentOptions
 }
 
 // Result is a rendered NodePool family.
@@ -131,7 +135,8 @@ type renderer struct {
 	profile     ProfileDefaults
 	errs        Errors
 
-	nodeClassOrigins origins
+	nodeClassOrigins    origins
+	resolvedCommitments *Commitments
 }
 
 func (r *renderer) invalid(field, msg string) {

@@ -45,6 +45,9 @@ type Settings struct {
 	// Budget is spec.budget, else the Baseline's guardrails.ceilings.budgetPerHour,
 	// enforced (ClassBudget); nil when neither is set.
 	Budget *v1alpha1.Budget
+	// Commitments are the Baseline's commitments as they apply to the class: which still
+	// run, which are Open for it, which were left out.
+	Commitments Commitments
 	// Fields are every resolved setting with its value and origin: Object is
 	// WorkloadClass/NAME and Path the setting (spec.rebalance.policy, access.enforced).
 	// explain prints the spec.rebalance ones as its rebalance section.
@@ -86,6 +89,7 @@ func Resolve(in Inputs) Settings {
 	s.Access = resolveAccess(in.Class, in.Options, add)
 	s.Limits = resolveLimits(in, add)
 	s.Budget = resolveBudget(in, add)
+	s.Commitments = resolveCommitments(in, add)
 	return s
 }
 

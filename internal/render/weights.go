@@ -12,6 +12,7 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/commitment"
 	"github.com/poolsmith/poolsmith/internal/headroom"
 )
 
@@ -51,6 +52,12 @@ type rungCost struct {
 	sourceCounts string         // every source in the sample, with counts
 	unit         string
 	priceKind    string // spot, on-demand or reserved
+	// effective is the median type's unit price under the commitment that covers it (what
+	// it draws from the commitment), else price; it breaks ties of price (two covered rungs
+	// at a marginal 0: the one the commitment buys more of first).
+	effective  float64
+	commitment string // the id of the Open commitment that priced the median type
+	rateSource string // where that commitment's rate came from
 }
 
 // strategy is the class's weighting strategy, else its profile's, else RiskAdjustedCost.
@@ -78,24 +85,37 @@ func (r *renderer) weigh(t *template, rungs []Rung, ceiling int32) error {
 	}
 	costs := make([]rungCost, len(rungs))
 	_, regionPriced := r.catalog.Prices[r.region]
+	// A reserved rung ranks first under every strategy: the reservation is billed whether
+	// used or not, and Karpenter itself prefers reserved offerings.
+	reserved := func(i int) bool { return rungs[i].CapacityType == v1alpha1.CapacityTypeReserved }
 	if strategy != v1alpha1.WeightingStatic && regionPriced {
 		for i, rung := range rungs {
 			costs[i] = r.rungCost(t, rung, strategy == v1alpha1.WeightingRiskAdjustedCost)
 		}
-		sort.SliceStable(order, func(a, b int) bool {
-			ca, cb := costs[order[a]], costs[order[b]]
-			if ca.known != cb.known {
-				return ca.known
-			}
-			if ca.known && round9(ca.price) != round9(cb.price) {
-				return ca.price < cb.price
-			}
-			return order[a] < order[b]
-		})
 	}
+	sort.SliceStable(order, func(a, b int) bool {
+		if reserved(order[a]) != reserved(order[b]) {
+			return reserved(order[a])
+		}
+		ca, cb := costs[order[a]], costs[order[b]]
+		if ca.known != cb.known {
+			return ca.known
+		}
+		if ca.known && round9(ca.price) != round9(cb.price) {
+			return ca.price < cb.price
+		}
+		if ca.known && round9(ca.effective) != round9(cb.effective) {
+			return ca.effective < cb.effective
+		}
+		return order[a] < order[b]
+	})
 	for rank, i := range order {
+		if costs[i].priceKind == "" {
+			costs[i].priceKind = string(rungs[i].CapacityType)
+		}
 		rungs[i].Weight = ceiling - int32(rank)
 		rungs[i].WeightReason = r.weightReason(strategy, regionPriced, costs[i], rank, len(rungs))
+		rungs[i].Commitment = costs[i].commitment
 		if costs[i].sourceCounts != "" {
 			rungs[i].PriceSources = costs[i].priceKind + ": " + costs[i].sourceCounts
 		}
@@ -105,6 +125,8 @@ func (r *renderer) weigh(t *template, rungs []Rung, ceiling int32) error {
 
 func (r *renderer) weightReason(strategy v1alpha1.WeightingStrategy, regionPriced bool, c rungCost, rank, n int) string {
 	switch {
+	case strategy == v1alpha1.WeightingStatic && c.priceKind == string(v1alpha1.CapacityTypeReserved):
+		return fmt.Sprintf("Static, reserved capacity first, as it is already paid for (rung %d of %d)", rank+1, n)
 	case strategy == v1alpha1.WeightingStatic:
 		return fmt.Sprintf("Static, rung %d of %d in preference order", rank+1, n)
 	case !regionPriced:
@@ -113,6 +135,8 @@ func (r *renderer) weightReason(strategy v1alpha1.WeightingStrategy, regionPrice
 		return fmt.Sprintf("%s: no catalog price for the rung's types in %s; ranked after priced rungs, in preference order (rank %d of %d)", strategy, r.region, rank+1, n)
 	case c.priceKind == string(v1alpha1.CapacityTypeReserved):
 		return fmt.Sprintf("%s: reserved capacity is already paid for (rank %d of %d)", strategy, rank+1, n)
+	case c.commitment != "":
+		return r.commitmentReason(strategy, c, rank, n)
 	}
 	s := fmt.Sprintf("%s/%s-h %s (%s)", USD(c.raw), c.unit, c.priceKind, c.source)
 	if c.priceKind == string(v1alpha1.CapacityTypeSpot) {
@@ -136,10 +160,14 @@ func (r *renderer) rungCost(t *template, rung Rung, riskAdjusted bool) rungCost 
 		return rungCost{known: true, priceKind: c.priceKind}
 	}
 	reqs := plain(rungRequirements(t, rung))
+	var open []commitment.Commitment
+	if rung.CapacityType == v1alpha1.CapacityTypeOnDemand {
+		open = r.commitments().Open
+	}
 	// The scan below reads only the catalog and what the key names, so classes with the
 	// same rung share it (on a Baseline edit it was a quarter of each render's CPU).
-	key := costKey(r.region, r.unit(), r.podShape(), rung.CapacityType, riskAdjusted, reqs)
-	return r.catalog.Derived(key, func() any { return r.scanCost(c, reqs, rung, riskAdjusted) }).(rungCost)
+	key := costKey(r.region, r.unit(), r.podShape(), rung.CapacityType, riskAdjusted, reqs) + commitmentKey(open)
+	return r.catalog.Derived(key, func() any { return r.scanCost(c, reqs, rung, riskAdjusted, open) }).(rungCost)
 }
 
 // costKey spells out every input of scanCost besides the catalog.
@@ -165,14 +193,16 @@ func costKey(region string, u catalog.Unit, shape *v1alpha1.PodShape, ct v1alpha
 	return b.String()
 }
 
-// scanCost prices a rung over every type of the catalog its requirements allow.
-func (r *renderer) scanCost(c rungCost, reqs []karpv1.NodeSelectorRequirementWithMinValues, rung Rung, riskAdjusted bool) rungCost {
+// scanCost prices a rung over every type of the catalog its requirements allow. The
+// sample is chosen by list price, as Karpenter launches by it; a type an open commitment
+// covers is then valued at its marginal price, 0, with its effective price beside it.
+func (r *renderer) scanCost(c rungCost, reqs []karpv1.NodeSelectorRequirementWithMinValues, rung Rung, riskAdjusted bool, open []commitment.Commitment) rungCost {
 	matcher := catalog.NewMatcher(reqs)
 	type candidate struct {
-		name           string
-		unitPrice, adj float64
-		bucket         catalog.Bucket
-		source         string
+		name                          string
+		unitPrice, adj, value, effect float64
+		bucket                        catalog.Bucket
+		source, commitment, rate      string
 	}
 	var cands []candidate
 	for _, ty := range r.catalog.Types {
@@ -196,6 +226,10 @@ func (r *renderer) scanCost(c rungCost, reqs []karpv1.NodeSelectorRequirementWit
 		if riskAdjusted && rung.CapacityType == v1alpha1.CapacityTypeSpot {
 			cand.adj *= RiskPenalty[p.Interruption]
 		}
+		cand.value, cand.effect = cand.adj, cand.adj
+		if com, rate, source, ok := covering(open, ty, p.OnDemand, r.region); ok {
+			cand.value, cand.effect, cand.commitment, cand.rate = 0, rate/units, com.ID, source
+		}
 		cands = append(cands, cand)
 	}
 	if len(cands) == 0 {
@@ -213,9 +247,10 @@ func (r *renderer) scanCost(c rungCost, reqs []karpv1.NodeSelectorRequirementWit
 	for _, cand := range sample {
 		counts[cand.source]++
 	}
-	c.known, c.raw, c.price, c.bucket = true, mid.unitPrice, mid.adj, mid.bucket
+	c.known, c.raw, c.price, c.bucket = true, mid.unitPrice, mid.value, mid.bucket
+	c.effective, c.commitment, c.rateSource = mid.effect, mid.commitment, mid.rate
 	c.median, c.source, c.sample, c.allowed = mid.name, mid.source, len(sample), len(cands)
-	c.penalty = c.price / c.raw
+	c.penalty = mid.adj / c.raw
 	c.sourceCounts = catalog.CountedSources(counts)
 	return c
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -139,21 +137,7 @@ func TestGoldenWeights(t *testing.T) {
 		}
 	}
 	sort.Strings(lines)
-	got := strings.Join(lines, "\n") + "\n"
-	path := filepath.Join(goldenDir, "weights.txt")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs; run go test ./internal/render -update and review:\n%s", path, got)
-	}
+	golden(t, "weights.txt", strings.Join(lines, "\n")+"\n")
 }
 
 // withSpotDiscount returns cat with the us-east-1 spot price of the named types or

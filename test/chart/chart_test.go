@@ -215,7 +215,7 @@ func TestRenderedObjectsAreAcceptedAndLockedDown(t *testing.T) {
 			}
 			want := map[string]int{"CustomResourceDefinition": 3, "ServiceAccount": 1, "ClusterRole": 3, "ClusterRoleBinding": 1,
 				"Role": 2, "RoleBinding": 2, "Deployment": 1, "PodDisruptionBudget": 1, "Service": 1,
-				"ValidatingAdmissionPolicy": 3, "ValidatingAdmissionPolicyBinding": 3}
+				"ValidatingAdmissionPolicy": 4, "ValidatingAdmissionPolicyBinding": 4}
 			if name == "custom" {
 				// The ConfigMaps: the signals' and the Grafana dashboard's.
 				want["ServiceMonitor"], want["CronJob"], want["ConfigMap"] = 1, 1, 2

@@ -1,0 +1,295 @@
+package commitment
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/catalog"
+)
+
+// Kind is what a commitment is; it is also AWS's order of application: Reserved
+// Instances first, then EC2 Instance Savings Plans, then Compute Savings Plans.
+type Kind int
+
+// Kinds, in AWS's order.
+const (
+	ReservedInstance Kind = iota
+	EC2InstanceSavingsPlan
+	ComputeSavingsPlan
+)
+
+func (k Kind) String() string {
+	switch k {
+	case ReservedInstance:
+		return "Reserved Instance"
+	case EC2InstanceSavingsPlan:
+		return "EC2Instance Savings Plan"
+	}
+	return "Compute Savings Plan"
+}
+
+// Commitment is one resolved Savings Plan or Reserved Instance. A Savings Plan's share
+// and usage are US dollars per hour; a Reserved Instance's are normalized units (AWS's
+// normalization factors: large 4, xlarge 8).
+type Commitment struct {
+	ID    string
+	Kind  Kind
+	Field string // where it was declared, e.g. spec.commitments.savingsPlans[0]
+	// Share is this cluster's part: $/h (Savings Plan) or normalized units (Reserved
+	// Instance).
+	Share float64
+	// Savings Plan
+	Family, Region  string             // EC2Instance only
+	DefaultDiscount *float64           // a fraction, 0.31
+	Discounts       map[string]float64 // by family, fractions
+	// Reserved Instance
+	InstanceType    string
+	Zone            string // a zonal RI: only its type in its zone
+	EffectiveHourly float64
+	End             *time.Time
+}
+
+// Problem is an entry Resolve left out, and why, naming the field.
+type Problem struct {
+	ID, Field, Reason, Message string
+}
+
+// Reasons a commitment is left out.
+const (
+	ReasonExpired    = "Expired"
+	ReasonUnresolved = "Unresolved"
+)
+
+// Resolve reads spec into commitments. An entry whose end is not after now, or that lacks
+// the facts to price anything (a Savings Plan without a type, or a share in percent
+// without its commitment; a Reserved Instance without a type or count), is left out and
+// reported: commitments never stall a class. The API server has already refused
+// malformed figures; one that still fails to parse is reported the same way.
+func Resolve(spec *v1alpha1.Commitments, now time.Time) ([]Commitment, []Problem) {
+	if spec == nil {
+		return nil, nil
+	}
+	var out []Commitment
+	var problems []Problem
+	leaveOut := func(id, field, reason, format string, args ...any) {
+		problems = append(problems, Problem{ID: id, Field: field, Reason: reason, Message: field + ": " + fmt.Sprintf(format, args...)})
+	}
+	for i, sp := range spec.SavingsPlans {
+		field := fmt.Sprintf("spec.commitments.savingsPlans[%d]", i)
+		if sp.End != nil && !sp.End.After(now) {
+			leaveOut(sp.ID, field+".end", ReasonExpired, "%s is past", sp.End.UTC().Format(time.RFC3339))
+			continue
+		}
+		c := Commitment{ID: sp.ID, Field: field, Family: sp.Family, Region: sp.Region, End: timeOf(sp.End)}
+		switch sp.Type {
+		case v1alpha1.SavingsPlanCompute:
+			c.Kind = ComputeSavingsPlan
+		case v1alpha1.SavingsPlanEC2Instance:
+			c.Kind = EC2InstanceSavingsPlan
+		default:
+			leaveOut(sp.ID, field+".type", ReasonUnresolved, "Savings Plan %s has no type (Compute or EC2Instance)", sp.ID)
+			continue
+		}
+		share, err := spShare(sp)
+		if err != nil {
+			leaveOut(sp.ID, field+".share", ReasonUnresolved, "%v", err)
+			continue
+		}
+		c.Share = share
+		if sp.Discount != nil {
+			if sp.Discount.Default != "" {
+				d, err := Percent(sp.Discount.Default)
+				if err != nil {
+					leaveOut(sp.ID, field+".discount.default", ReasonUnresolved, "%v", err)
+					continue
+				}
+				c.DefaultDiscount = &d
+			}
+			for j, fd := range sp.Discount.Families {
+				d, err := Percent(fd.Discount)
+				if err != nil {
+					leaveOut(sp.ID, fmt.Sprintf("%s.discount.families[%d].discount", field, j), ReasonUnresolved, "%v", err)
+					continue
+				}
+				if c.Discounts == nil {
+					c.Discounts = map[string]float64{}
+				}
+				c.Discounts[fd.Family] = d
+			}
+		}
+		out = append(out, c)
+	}
+	for i, ri := range spec.ReservedInstances {
+		field := fmt.Sprintf("spec.commitments.reservedInstances[%d]", i)
+		if ri.End != nil && !ri.End.After(now) {
+			leaveOut(ri.ID, field+".end", ReasonExpired, "%s is past", ri.End.UTC().Format(time.RFC3339))
+			continue
+		}
+		if ri.InstanceType == "" || ri.Count == nil || ri.Share.Percent == nil {
+			leaveOut(ri.ID, field, ReasonUnresolved, "Reserved Instance %s needs instanceType, count and share.percent", ri.ID)
+			continue
+		}
+		c := Commitment{ID: ri.ID, Kind: ReservedInstance, Field: field, InstanceType: ri.InstanceType, End: timeOf(ri.End)}
+		if ri.Scope == v1alpha1.RIScopeZone {
+			c.Zone = ri.Zone
+		}
+		if ri.EffectiveHourly != "" {
+			v, err := Dollars(ri.EffectiveHourly)
+			if err != nil {
+				leaveOut(ri.ID, field+".effectiveHourly", ReasonUnresolved, "%v", err)
+				continue
+			}
+			c.EffectiveHourly = v
+		}
+		c.Share = float64(*ri.Count) * NormalizationFactor(ri.InstanceType) * float64(*ri.Share.Percent) / 100
+		out = append(out, c)
+	}
+	return out, problems
+}
+
+func spShare(sp v1alpha1.SavingsPlan) (float64, error) {
+	if sp.Share.Hourly != "" {
+		return Dollars(sp.Share.Hourly)
+	}
+	if sp.Share.Percent == nil {
+		return 0, fmt.Errorf("share: exactly one of hourly and percent")
+	}
+	if sp.Commitment == "" {
+		return 0, fmt.Errorf("share.percent needs the plan's commitment (spec.commitments.savingsPlans[].commitment)")
+	}
+	c, err := Dollars(sp.Commitment)
+	if err != nil {
+		return 0, err
+	}
+	return c * float64(*sp.Share.Percent) / 100, nil
+}
+
+func timeOf(t *metav1.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	return &t.Time
+}
+
+// Dollars parses a money string of the API ("12.50"): positive, at most 4 digits before
+// the point.
+func Dollars(s string) (float64, error) {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v <= 0 || v > 5000 || strings.ContainsAny(s, "eE+-") {
+		return 0, fmt.Errorf("%q is not US dollars per hour above 0 and at most 5000", s)
+	}
+	return v, nil
+}
+
+// Percent parses a discount of the API ("31%", "27.5%") into a fraction below 1.
+func Percent(s string) (float64, error) {
+	num, ok := strings.CutSuffix(s, "%")
+	v, err := strconv.ParseFloat(num, 64)
+	if !ok || err != nil || v < 0 || v >= 100 || strings.ContainsAny(num, "eE+-") {
+		return 0, fmt.Errorf("%q is not a percentage from 0%% to 99.99%%", s)
+	}
+	return v / 100, nil
+}
+
+// NormalizationFactor is AWS's size weight for size-flexible Reserved Instances: nano
+// 0.25, micro 0.5, small 1, medium 2, large 4, xlarge 8, Nxlarge 8N; metal and unknown
+// sizes 0 (a metal size's factor depends on the family, so it is never size-flexible here).
+func NormalizationFactor(instanceType string) float64 {
+	_, size, _ := strings.Cut(instanceType, ".")
+	switch size {
+	case "nano":
+		return 0.25
+	case "micro":
+		return 0.5
+	case "small":
+		return 1
+	case "medium":
+		return 2
+	case "large":
+		return 4
+	case "xlarge":
+		return 8
+	}
+	if n, ok := strings.CutSuffix(size, "xlarge"); ok {
+		if v, err := strconv.Atoi(n); err == nil && v > 0 {
+			return 8 * float64(v)
+		}
+	}
+	return 0
+}
+
+// family is the instance family of a type name (m7g of m7g.xlarge).
+func family(instanceType string) string {
+	f, _, _ := strings.Cut(instanceType, ".")
+	return f
+}
+
+// Covers says whether c applies to one instance of the type, launched on-demand in region
+// (and zone, when known): spot is never covered.
+func (c Commitment) Covers(t *catalog.InstanceType, region, zone string) bool {
+	switch c.Kind {
+	case ComputeSavingsPlan:
+		return true
+	case EC2InstanceSavingsPlan:
+		return t.Family == c.Family && (c.Region == "" || c.Region == region)
+	}
+	if c.Zone != "" {
+		return t.Name == c.InstanceType && (zone == "" || zone == c.Zone)
+	}
+	return t.Family == family(c.InstanceType) && NormalizationFactor(t.Name) > 0
+}
+
+// Rate is the effective hourly of one instance of the type under c (what it draws from
+// the commitment), with where the figure came from; ok is false when c does not cover the
+// type or gives no figure for it. A Savings Plan's rate is on-demand x (1 - discount), the
+// family's discount before the default; a Reserved Instance's is its effectiveHourly
+// scaled by the normalization factors, else the type's on-demand x (1 - 0.40), a
+// typical one-year discount.
+func (c Commitment) Rate(t *catalog.InstanceType, onDemand float64, region, zone string) (usd float64, source string, ok bool) {
+	if !c.Covers(t, region, zone) || onDemand <= 0 {
+		return 0, "", false
+	}
+	if c.Kind == ReservedInstance {
+		nf := NormalizationFactor(t.Name) / NormalizationFactor(c.InstanceType)
+		if c.EffectiveHourly > 0 {
+			return c.EffectiveHourly * nf, "baseline:effectiveHourly", true
+		}
+		return onDemand * (1 - DefaultRIDiscount), "computed:on-demand x 0.60", true
+	}
+	if d, ok := c.Discounts[t.Family]; ok {
+		return onDemand * (1 - d), "baseline:discount.families", true
+	}
+	if c.DefaultDiscount != nil {
+		return onDemand * (1 - *c.DefaultDiscount), "baseline:discount.default", true
+	}
+	return 0, "", false
+}
+
+// DefaultRIDiscount prices a Reserved Instance declared without effectiveHourly.
+const DefaultRIDiscount = 0.40
+
+// Use is how much of c's share one instance of the type takes: its rate ($/h) for a
+// Savings Plan, its normalized units for a Reserved Instance.
+func (c Commitment) Use(t *catalog.InstanceType, rate float64) float64 {
+	if c.Kind == ReservedInstance {
+		return NormalizationFactor(t.Name)
+	}
+	return rate
+}
+
+// Describe names c for explain and status: "Savings Plan sp-0a1b2c3d (EC2Instance m7g
+// us-east-1)".
+func (c Commitment) Describe() string {
+	switch c.Kind {
+	case ComputeSavingsPlan:
+		return "Savings Plan " + c.ID + " (Compute)"
+	case EC2InstanceSavingsPlan:
+		return strings.TrimSpace("Savings Plan " + c.ID + " (EC2Instance " + c.Family + " " + c.Region + ")")
+	}
+	return "Reserved Instance " + c.ID + " (" + c.InstanceType + ")"
+}
