@@ -45,13 +45,22 @@ func pod(ns, name string, spec corev1.PodSpec) *corev1.Pod {
 // included, runs in full and obj is filled with what would be stored.
 func admit(obj client.Object) error { return env.Client.Create(ctx, obj, client.DryRunAll) }
 
-// admitAs is admit as user (impersonated).
+// admitAs is admit as the service account user (impersonated).
 func admitAs(user string, obj client.Object) error {
+	return writeAs(user, []string{"system:serviceaccounts"}, obj, false)
+}
+
+// writeAs dry-runs a create (or, with update, an update) of obj as user, impersonated with
+// groups: admission, policies included, runs in full and nothing is stored.
+func writeAs(user string, groups []string, obj client.Object, update bool) error {
 	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:serviceaccounts", "system:authenticated"}}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: append(groups, "system:authenticated")}
 	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
 	if err != nil {
 		return err
+	}
+	if update {
+		return c.Update(ctx, obj, client.DryRunAll)
 	}
 	return c.Create(ctx, obj, client.DryRunAll)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/poolsmith/poolsmith/internal/capabilities"
 	"github.com/poolsmith/poolsmith/internal/harness/testenv"
 	"github.com/poolsmith/poolsmith/internal/operator"
+	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/validate"
 )
 
@@ -53,12 +54,15 @@ var _ = AfterSuite(func() {
 	}
 })
 
-// startManager runs the same manager `poolsmith manager` runs, leader election off.
+// startManager runs the same manager `poolsmith manager` runs, leader election off. It
+// writes as config/default's service account (what the access policy exempts in the
+// headroom namespace), with the cluster administrators' group for its rights.
 func startManager() {
 	mgrCtx, cancel := context.WithCancel(ctx)
 	crds, err := validate.Default()
 	Expect(err).NotTo(HaveOccurred())
 	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: render.DefaultHeadroomWriters.Manager, Groups: []string{"system:masters", "system:authenticated"}}
 	cfg.Wrap(sent.wrap)
 	mgr, err := operator.New(mgrCtx, cfg, operator.Options{MetricsAddr: "0", ProbeAddr: "0", MaxConcurrentReconciles: 4, SkipNameValidation: true, Capabilities: capabilities.Capabilities{NodeOverlays: true, Headroom: v1alpha1.HeadroomPods},
 		Validator: refusing{crds}})

@@ -8,7 +8,9 @@ import (
 	"github.com/awslabs/operatorpkg/status"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -275,10 +277,28 @@ var _ = Describe("WorkloadClass controller", func() {
 		left := foreign.DeepCopy()
 		left.ObjectMeta = metav1.ObjectMeta{Name: "leftover-spot-amd64"}
 		left.Spec.Template.Spec.NodeClassRef.Name = "leftover"
-		create(own(&awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "leftover"}, Spec: newBaseline("x").Spec.NodeClass}), own(left))
-		// Half a family would launch nodes: what no pass finished is deleted again.
+		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DefaultHeadroomNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		placeholders := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: v1alpha1.DefaultHeadroomNamespace, Name: "leftover-headroom"},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To[int32](0),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelHeadroom: "leftover"}},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.LabelHeadroom: "leftover"}},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}}},
+				},
+			},
+		}
+		create(own(&awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "leftover"}, Spec: newBaseline("x").Spec.NodeClass}), own(left), own(placeholders))
+		// Half a family would launch nodes: what no pass finished is deleted again, the
+		// placeholders too.
 		Eventually(exists(&karpv1.NodePool{}, "leftover-spot-amd64")).Should(BeFalse())
 		Eventually(exists(&awsv1.EC2NodeClass{}, "leftover")).Should(BeFalse())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(placeholders), &appsv1.Deployment{}))
+		}).Should(BeTrue())
 		Expect(condition("leftover", v1alpha1.ConditionSynced)()).To(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonOwnershipConflict))
 		Expect(get(&karpv1.NodePool{}, foreign.Name).ResourceVersion).To(Equal(rv))
 	})

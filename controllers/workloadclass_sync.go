@@ -191,7 +191,9 @@ func (r *WorkloadClassReconciler) rollBackUnfinished(ctx context.Context, wc *v1
 	if live.NodeClass != nil && live.NodeClass.DeletionTimestamp.IsZero() {
 		left = append(left, live.NodeClass)
 	}
-	for _, obj := range live.Ladder() {
+	// The placeholders last, so deleted first: they hold no nodes, but pinned to a rung
+	// that goes they would wait Pending for ever.
+	for _, obj := range append(live.Ladder(), live.HeadroomObjects()...) {
 		if obj.GetDeletionTimestamp().IsZero() {
 			left = append(left, obj)
 		}

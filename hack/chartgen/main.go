@@ -13,7 +13,9 @@
 // defaults over the AccessRules the manager writes, guardrails over the Baselines, team
 // ownership, a Baseline's expired commitments), installed once and never written by the manager, to
 // charts/poolsmith/templates/admission-policies.yaml (the ownership mapping from the chart's
-// values) and config/policies/policies.yaml (render.DefaultOwnership).
+// values, and the headroom namespace and the manager's service account the access policy
+// exempts there) and config/policies/policies.yaml (render.DefaultOwnership and
+// render.DefaultHeadroomWriters).
 package main
 
 import (
@@ -69,15 +71,22 @@ func writePolicies(root string) error {
 	fmt.Fprintf(&chart, header, source)
 	fmt.Fprintf(&plain, header, source)
 	const mapGate = `{{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy" }}`
-	// The chart writes its ownership values where the policies hold the mapping; it renders
-	// them from stand-ins that are then replaced by the values' templates.
+	// The chart writes its ownership values, the headroom namespace and its service
+	// account where the policies hold them; it renders them from stand-ins that are then
+	// replaced by the values' templates, in this order (a quoted stand-in before a bare one).
 	stand := render.Ownership{PlatformGroups: []string{"@@platformGroups@@"}, TeamsByGroup: map[string][]string{"@@teamsByGroup@@": {}}}
-	fromValues := map[string]string{
-		`'["@@platformGroups@@"]'`:  `{{ .Values.ownership.platformGroups | toJson | quote }}`,
-		`'{"@@teamsByGroup@@":[]}'`: `{{ .Values.ownership.teamsByGroup | toJson | quote }}`,
+	standWriters := render.HeadroomWriters{Namespace: "@@headroomNamespace@@", Manager: "@@manager@@"}
+	fromValues := [][2]string{
+		{`'["@@platformGroups@@"]'`, `{{ .Values.ownership.platformGroups | toJson | quote }}`},
+		{`'{"@@teamsByGroup@@":[]}'`, `{{ .Values.ownership.teamsByGroup | toJson | quote }}`},
+		// Both helpers refuse anything but DNS names (mustMatch), so what they print is safe
+		// inside a CEL string literal and a YAML scalar even without the schema.
+		{`'@@headroomNamespace@@'`, `{{ include "poolsmith.headroomNamespace" . | quote }}`},
+		{`@@headroomNamespace@@`, `{{ include "poolsmith.headroomNamespace" . }}`},
+		{`@@manager@@`, `{{ include "poolsmith.managerUser" . }}`},
 	}
-	plainObjs := render.AdmissionPolicies(render.DefaultOwnership)
-	for i, obj := range render.AdmissionPolicies(stand) {
+	plainObjs := render.AdmissionPolicies(render.DefaultOwnership, render.DefaultHeadroomWriters)
+	for i, obj := range render.AdmissionPolicies(stand, standWriters) {
 		y, err := yaml.Marshal(obj)
 		if err != nil {
 			return err
@@ -85,11 +94,11 @@ func writePolicies(root string) error {
 		if bytes.Contains(y, []byte("{{")) {
 			return fmt.Errorf("%s %s: contains {{, which helm would read as a template", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName())
 		}
-		for standIn, tmpl := range fromValues {
-			y = bytes.ReplaceAll(y, []byte(standIn), []byte(tmpl))
+		for _, r := range fromValues {
+			y = bytes.ReplaceAll(y, []byte(r[0]), []byte(r[1]))
 		}
 		if bytes.Contains(y, []byte("@@")) {
-			return fmt.Errorf("%s: an ownership stand-in was not replaced by its value", obj.GetName())
+			return fmt.Errorf("%s: a stand-in was not replaced by its value", obj.GetName())
 		}
 		py, err := yaml.Marshal(plainObjs[i])
 		if err != nil {

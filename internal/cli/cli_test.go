@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/poolsmith/poolsmith/internal/manifest"
 )
 
@@ -539,5 +541,94 @@ metadata: {name: sandbox, labels: {poolsmith.dev/default-class: gpu}}
 	}
 	if strings.Contains(stderr, "ignoring") {
 		t.Errorf("the Namespace was ignored: %s", stderr)
+	}
+}
+
+func TestRenderExplainHeadroomOnlyWithHeadroomPods(t *testing.T) {
+	files := []string{"-f", samples + "/poolsmith_v1alpha1_baseline.yaml", "-f", "testdata/headroom.yaml"}
+	deployments := func(out string) []string {
+		objs, err := manifest.Decode("stdout", strings.NewReader(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for i, o := range objs {
+			if o.GetKind() == "Deployment" {
+				if i != len(objs)-1 {
+					t.Errorf("the Deployment is not printed last")
+				}
+				replicas, _, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "replicas")
+				got = append(got, fmt.Sprintf("%s/%s replicas %v", o.GetNamespace(), o.GetName(), replicas))
+			}
+		}
+		return got
+	}
+	// As the manager: off by default.
+	code, out, stderr := run(t, "", append([]string{"render"}, files...)...)
+	if code != ExitOK || len(deployments(out)) != 0 {
+		t.Fatalf("render without --headroom: exit %d, deployments %v: %s", code, deployments(out), stderr)
+	}
+	code, out, stderr = run(t, "", append([]string{"render", "--headroom=pods", "--headroom-namespace", "warm-hr"}, files...)...)
+	if got := deployments(out); code != ExitOK || len(got) != 1 || got[0] != "warm-hr/warm-headroom replicas 2" {
+		t.Fatalf("render --headroom=pods: exit %d, deployments %v: %s", code, got, stderr)
+	}
+	code, out, stderr = run(t, "", append([]string{"explain", "--headroom=pods", "--object", "Deployment/poolsmith-headroom/warm-headroom"}, files...)...)
+	if code != ExitOK {
+		t.Fatalf("explain: exit %d: %s", code, stderr)
+	}
+	for _, want := range [][]string{
+		{"Deployment/poolsmith-headroom/warm-headroom", "spec.replicas", "2"},
+		{"spec.template.spec.nodeSelector.karpenter.sh/nodepool", "warm-on-demand-amd64", "computed:headroom rung warm-on-demand-amd64"},
+	} {
+		if !hasLine(out, want...) {
+			t.Errorf("explain output has no line with %q:\n%s", want, out)
+		}
+	}
+	for _, cmd := range []string{"render", "explain", "simulate", "diff"} {
+		code, _, stderr = run(t, "", append([]string{cmd, "--headroom=auto"}, files...)...)
+		if code != ExitUsage || !strings.Contains(stderr, `--headroom "auto": must be pods or off`) {
+			t.Errorf("%s --headroom=auto: exit %d: %s", cmd, code, stderr)
+		}
+	}
+}
+
+func TestSimulateAddsHeadroomUnitsUnlessNoHeadroom(t *testing.T) {
+	args := []string{"simulate", "-o", "json", "-f", samples + "/poolsmith_v1alpha1_baseline.yaml", "-f", "testdata/headroom.yaml", "-f", samples + "/workloads/web-spread.yaml", "-f", samples + "/poolsmith_v1alpha1_workloadclass_general.yaml"}
+	placed := func(extra ...string) map[string]string {
+		code, out, stderr := run(t, "", append(args, extra...)...)
+		if code != ExitOK {
+			t.Fatalf("simulate %v: exit %d: %s", extra, code, stderr)
+		}
+		var res struct {
+			Poolsmith struct {
+				NodeClaims []struct {
+					NodePool string
+					Pods     []string
+				}
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatal(err)
+		}
+		on := map[string]string{}
+		for _, nc := range res.Poolsmith.NodeClaims {
+			for _, p := range nc.Pods {
+				on[p] = nc.NodePool
+			}
+		}
+		return on
+	}
+	on := placed("--headroom=pods", "--headroom-namespace", "warm-hr")
+	for _, unit := range []string{"warm-hr/warm-headroom-0", "warm-hr/warm-headroom-1"} {
+		if on[unit] != "warm-on-demand-amd64" {
+			t.Errorf("%s on %q, want warm-on-demand-amd64 (placed: %v)", unit, on[unit], on)
+		}
+	}
+	for _, extra := range [][]string{nil, {"--headroom=pods", "--no-headroom"}} {
+		for pod := range placed(extra...) {
+			if strings.Contains(pod, "headroom") {
+				t.Errorf("simulate %v placed %s", extra, pod)
+			}
+		}
 	}
 }

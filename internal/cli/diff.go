@@ -64,6 +64,7 @@ would be written, a conflict blocks the class or a write would be refused.`,
 	c.Flags().DurationVar(&flags.signalsMaxAge, "signals-max-age", operator.DefaultSignalsMaxAge, "as the manager's --signals-max-age")
 	c.Flags().BoolVar(&flags.nodeOverlays, "node-overlays", false, "as the manager's --node-overlays")
 	c.Flags().BoolVar(&flags.accessPolicies, "access-policies", true, "as the manager's --access-policies")
+	flags.headroom.register(c.Flags(), "plan each class's placeholder Deployment, as the manager's --headroom=pods")
 	return c
 }
 
@@ -75,6 +76,10 @@ func runDiff(c *cobra.Command, flags *diffFlags) error {
 	if flags.output != "" && flags.output != "text" {
 		return usageError{fmt.Errorf("unknown output format %q (allowed: [text])", flags.output)}
 	}
+	var headroom capabilities.Capabilities
+	if err := flags.headroom.apply(&headroom); err != nil {
+		return err
+	}
 	in, err := loadInput(flags.files, c.InOrStdin(), c.ErrOrStderr(), nil)
 	if err != nil {
 		return err
@@ -83,7 +88,8 @@ func runDiff(c *cobra.Command, flags *diffFlags) error {
 	if err != nil {
 		return err
 	}
-	caps := capabilities.Capabilities{NodeOverlays: flags.nodeOverlays, NoAccessPolicies: !flags.accessPolicies}
+	caps := capabilities.Capabilities{NodeOverlays: flags.nodeOverlays, NoAccessPolicies: !flags.accessPolicies,
+		Headroom: headroom.Headroom, HeadroomNamespace: headroom.HeadroomNamespace}
 	cluster := observe.Cluster{Cached: cl, Direct: cl, Capabilities: caps}
 	// The signals are read once for every class: the catalog is given, not priced per class.
 	source := observe.Source{Baselines: in.baselines, Reader: lenientReader{cl},

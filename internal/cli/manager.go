@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/operator"
 	"github.com/poolsmith/poolsmith/internal/scheme"
@@ -29,7 +28,7 @@ type managerFlags struct {
 	kubeconfig       string
 	signalsConfigMap string
 	accessPolicies   bool
-	headroom         string
+	headroom         headroomFlags
 	zap              zap.Options
 }
 
@@ -52,8 +51,7 @@ func (f *managerFlags) register(c *cobra.Command) {
 	fs.StringVar(&f.signalsConfigMap, "signals-configmap", operator.DefaultSignalsConfigMap.String(), "NAMESPACE/NAME of the ConfigMap holding the Spot Instance Advisor feed; it is watched")
 	fs.BoolVar(&f.Capabilities.NodeOverlays, "node-overlays", false, "let classes render NodeOverlays (weighting.nodeOverlays); needs Karpenter's NodeOverlay CRD and feature gate")
 	fs.BoolVar(&f.accessPolicies, "access-policies", true, "enforce spec.access and namespace default classes: write each class's AccessRule, the parameter of the admission policies the chart installs; false writes none (AccessRules written earlier stay enforced until they or their class are deleted)")
-	fs.StringVar(&f.headroom, "headroom", "off", "how classes' spec.headroom is held: pods (placeholder pods at the PriorityClass poolsmith-headroom, which the chart installs) or off (none rendered; classes report Disabled). auto and capacitybuffer are not built yet")
-	fs.StringVar(&f.Capabilities.HeadroomNamespace, "headroom-namespace", "poolsmith-headroom", "the namespace that holds the headroom's placeholder Deployments; only the manager may write there")
+	f.headroom.register(fs, "placeholder pods at the PriorityClass poolsmith-headroom, which the chart installs")
 	fs.DurationVar(&f.SignalsMaxAge, "signals-max-age", operator.DefaultSignalsMaxAge, "how old spot signals may be before they count as stale and the catalog is used instead")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	f.zap.BindFlags(goflags)
@@ -91,13 +89,8 @@ func runManager(c *cobra.Command, flags *managerFlags) error {
 	}
 	flags.SignalsConfigMap = types.NamespacedName{Namespace: ns, Name: name}
 	flags.Capabilities.NoAccessPolicies = !flags.accessPolicies
-	switch flags.headroom {
-	case "off":
-		flags.Capabilities.Headroom = v1alpha1.HeadroomOff
-	case "pods":
-		flags.Capabilities.Headroom = v1alpha1.HeadroomPods
-	default:
-		return usageError{fmt.Errorf("--headroom %q: must be pods or off (auto and capacitybuffer are not built yet)", flags.headroom)}
+	if err := flags.headroom.apply(&flags.Capabilities); err != nil {
+		return err
 	}
 	ctx := ctrl.SetupSignalHandler()
 	mgr, err := operator.New(ctx, cfg, flags.Options)

@@ -29,6 +29,9 @@ type inputFlags struct {
 	signalsMaxAge time.Duration
 	// extraKinds are kinds besides Baseline and WorkloadClass the command reads.
 	extraKinds map[string]bool
+	// headroom is the manager's --headroom and --headroom-namespace, for the commands that
+	// register them (off for the others).
+	headroom headroomFlags
 }
 
 func (f *inputFlags) register(c *cobra.Command, outputs string) {
@@ -54,6 +57,13 @@ func (f *inputFlags) options(stderr io.Writer) (render.Options, error) {
 	}
 	// Offline no node is known, so every commitment has room (docs/commitments.md).
 	opts := render.Options{Region: f.region, Catalog: cat, Commitments: render.CommitmentOptions{Offline: true}}
+	if err := f.headroom.apply(&opts.Capabilities); err != nil {
+		return opts, err
+	}
+	if opts.Capabilities.HeadroomOn() {
+		// The schedule is read now, as the manager reads it.
+		opts.Headroom.Now = time.Now()
+	}
 	if f.signals == "" {
 		return opts, nil
 	}
@@ -111,11 +121,12 @@ func newRenderCommand() *cobra.Command {
 	var flags inputFlags
 	c := &cobra.Command{
 		Use:   "render -f PATH [-f PATH ...]",
-		Short: "Print the EC2NodeClasses, NodePools and AccessRules the classes render to",
+		Short: "Print the EC2NodeClasses, NodePools, AccessRules and headroom the classes render to",
 		Long: `Render every WorkloadClass on top of its Baseline and print the generated
 EC2NodeClasses, then NodePools, then NodeOverlays, then the AccessRules by which the
 admission policies the chart installs enforce spec.access and namespace default classes,
-sorted by name, as the controller would apply them
+then, with --headroom=pods, the placeholder Deployments of spec.headroom, sorted by name,
+as the controller would apply them
 (without the ownerReference only the cluster can set). Other kinds are ignored with a
 warning. Invalid input prints nothing on stdout, names the file, object and field on
 stderr, and exits 1.`,
@@ -131,11 +142,12 @@ stderr, and exits 1.`,
 		},
 	}
 	flags.register(c, "yaml (default) or json (a v1 List)")
+	flags.headroom.register(c.Flags(), "print each class's placeholder Deployment")
 	return c
 }
 
 // sortedObjects are every rendered object: EC2NodeClasses, then NodePools, then
-// NodeOverlays, then the admission policies and their bindings, each by name.
+// NodeOverlays, then the AccessRules, then the headroom Deployments, each by name.
 func sortedObjects(results []*render.Result) ([]map[string]any, error) {
 	var docs []map[string]any
 	for _, r := range results {
@@ -145,7 +157,7 @@ func sortedObjects(results []*render.Result) ([]map[string]any, error) {
 		}
 		docs = append(docs, objs...)
 	}
-	rank := map[string]int{"EC2NodeClass": 0, "NodePool": 1, "NodeOverlay": 2, render.KindAccessRule: 3}
+	rank := map[string]int{"EC2NodeClass": 0, "NodePool": 1, "NodeOverlay": 2, render.KindAccessRule: 3, "Deployment": 4}
 	sort.SliceStable(docs, func(i, j int) bool {
 		ki, kj := rank[docs[i]["kind"].(string)], rank[docs[j]["kind"].(string)]
 		if ki != kj {

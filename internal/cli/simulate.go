@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -10,9 +11,11 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/poolsmith/poolsmith/internal/manifest"
+	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/simulate"
 )
 
@@ -20,6 +23,7 @@ func newSimulateCommand() *cobra.Command {
 	flags := inputFlags{extraKinds: simulate.WorkloadKinds}
 	var zones, types []string
 	var compare, offeringsFile string
+	var noHeadroom bool
 	c := &cobra.Command{
 		Use:   "simulate -f PATH... [--region R] [--zones a,b,c] [--offerings FILE] [--instance-types t1,t2] [--compare-nodepools FILE]",
 		Short: "Run Karpenter's scheduler over the rendered ladders and a workload",
@@ -35,7 +39,10 @@ distinct families and cost per hour.
 --offerings FILE limits the instance types, zones and capacity types to what an account
 offers (format: docs/cli.md); --instance-types limits the types (to those of the
 offerings, when given; else offered in every zone at on-demand and spot).
---compare-nodepools runs the same workload against hand-written NodePools too.`,
+--compare-nodepools runs the same workload against hand-written NodePools too.
+With --headroom=pods each class's headroom units are pending pods too (its placeholder
+Deployment, pinned to its rung, the schedule read now), so the preview shows the warm
+nodes and their price; --no-headroom leaves them out.`,
 		Example: `  poolsmith simulate -f config/samples/ -f config/samples/workloads/web-spread.yaml
   poolsmith simulate -f config/samples/ -f config/samples/workloads/ --offerings offerings.yaml
   poolsmith simulate -f config/samples/ -f config/samples/workloads/ --instance-types c7g.large,c7g.xlarge,m7g.large
@@ -55,7 +62,15 @@ offerings, when given; else offered in every zone at on-demand and spot).
 			if err != nil {
 				return err
 			}
-			pods, err := simulate.Pods(in.others)
+			workloads := in.others
+			if !noHeadroom {
+				placeholders, err := headroomWorkloads(results)
+				if err != nil {
+					return err
+				}
+				workloads = append(slices.Clone(workloads), placeholders...)
+			}
+			pods, err := simulate.Pods(workloads)
 			if err != nil {
 				return inputError{err.Error()}
 			}
@@ -106,7 +121,31 @@ offerings, when given; else offered in every zone at on-demand and spot).
 	c.Flags().StringVar(&offeringsFile, "offerings", "", "a file of the instance types, zones and capacity types the account offers (format: docs/cli.md); --zones, when given, keeps only those zones")
 	c.Flags().StringSliceVar(&types, "instance-types", nil, "instance types to offer (of the offerings, when given; else in every zone at on-demand and spot)")
 	c.Flags().StringVar(&compare, "compare-nodepools", "", "a file of karpenter.sh/v1 NodePools to run the same workload against")
+	flags.headroom.register(c.Flags(), "add each class's headroom units as pending pods")
+	c.Flags().BoolVar(&noHeadroom, "no-headroom", false, "leave the headroom units out, whatever --headroom says")
 	return c
+}
+
+// headroomWorkloads are the classes' placeholder Deployments, as workloads of the input.
+func headroomWorkloads(results []*render.Result) ([]manifest.Object, error) {
+	var out []manifest.Object
+	for _, r := range results {
+		if r.Headroom == nil {
+			continue
+		}
+		for _, d := range r.Headroom.Objects {
+			doc, err := render.CleanJSON(d)
+			if err != nil {
+				return nil, err
+			}
+			raw, err := json.Marshal(doc)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, manifest.Object{Source: "--headroom=pods", Index: len(out) + 1, Raw: raw, Unstructured: &unstructured.Unstructured{Object: doc}})
+		}
+	}
+	return out, nil
 }
 
 // accountOfferings reads --offerings and applies --instance-types and --zones to it; nil

@@ -47,7 +47,7 @@ func TestTheAPIServerEnforcesGuardrailsAndOwnership(t *testing.T) {
 	defer func() { _ = env.Stop() }()
 	admin := env.Client
 
-	for _, obj := range render.AdmissionPolicies(owners)[4:] {
+	for _, obj := range render.AdmissionPolicies(owners, render.DefaultHeadroomWriters)[4:] {
 		if err := admin.Patch(ctx, obj, client.Apply, client.FieldOwner("guardrail-test"), client.ForceOwnership); err != nil {
 			t.Fatalf("installing %s: %v", obj.GetName(), err)
 		}

@@ -47,10 +47,10 @@ const (
 // Label keys a pod selects a node, and so a class, with.
 const labelNodePool = karpv1.NodePoolLabelKey
 
-// exemptNamespaces matches every namespace but kube-system.
-func exemptNamespaces(more ...metav1.LabelSelectorRequirement) *metav1.LabelSelector {
+// exemptNamespaces matches every namespace but kube-system and also.
+func exemptNamespaces(also []string, more ...metav1.LabelSelectorRequirement) *metav1.LabelSelector {
 	return &metav1.LabelSelector{MatchExpressions: append([]metav1.LabelSelectorRequirement{
-		{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: []string{ExemptNamespace}},
+		{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: append([]string{ExemptNamespace}, also...)},
 	}, more...)}
 }
 
@@ -177,15 +177,66 @@ func podSpec(root string) string {
 	return fmt.Sprintf(`%[1]s.kind == "Pod" ? %[1]s.spec : (%[1]s.kind == "PodTemplate" ? %[1]s.template.spec : (%[1]s.kind == "CronJob" ? %[1]s.spec.jobTemplate.spec.template.spec : %[1]s.spec.template.spec))`, root)
 }
 
-// DaemonSetController is the identity kube-controller-manager's DaemonSet controller
-// creates pods as when it runs with --use-service-account-credentials (as EKS and kubeadm
-// run it). Who creates a pod is evidence; an ownerReference, which anyone who may create a
-// pod can write, is not.
-const DaemonSetController = "system:serviceaccount:kube-system:daemon-set-controller"
+// The identities kube-controller-manager's controllers write as when it runs with
+// --use-service-account-credentials (as EKS and kubeadm run it). Who creates an object is
+// evidence; an ownerReference, which anyone who may create a pod can write, is not.
+const (
+	DaemonSetController  = "system:serviceaccount:kube-system:daemon-set-controller"
+	DeploymentController = "system:serviceaccount:kube-system:deployment-controller"
+	ReplicaSetController = "system:serviceaccount:kube-system:replicaset-controller"
+)
 
-// notDaemonSetPod lets the DaemonSet controller's pods through: they run on every node by
-// design, and their DaemonSet's template was judged when it was written.
-var notDaemonSetPod = `object.kind != "Pod" || request.userInfo.username != ` + quote(DaemonSetController)
+// HeadroomWriters is where the manager writes its headroom placeholders and who it is
+// there: the access and defaults policies skip, in that namespace only, the manager's
+// Deployments and the ReplicaSets and Pods the Deployment and ReplicaSet controllers make
+// of them. Anyone else writing there is judged as anywhere else. CEL cannot read the
+// manager's flags, so both are written into the policies: the chart from its values
+// (headroom.namespace, its service account), config/policies from DefaultHeadroomWriters.
+type HeadroomWriters struct {
+	// Namespace is the headroom namespace (--headroom-namespace).
+	Namespace string
+	// Manager is the manager's username, system:serviceaccount:<namespace>:<name>.
+	Manager string
+}
+
+// DefaultHeadroomWriters is config/default's: the default headroom namespace and the
+// service account poolsmith-controller-manager in poolsmith-system.
+var DefaultHeadroomWriters = HeadroomWriters{
+	Namespace: v1alpha1.DefaultHeadroomNamespace,
+	Manager:   "system:serviceaccount:poolsmith-system:poolsmith-controller-manager",
+}
+
+// exemptWriter is one identity whose writes of kind the policies skip, in namespace (in
+// every namespace when empty).
+type exemptWriter struct{ user, kind, namespace string }
+
+// exemptWriters are the writes no policy judges: the DaemonSet controller's pods anywhere
+// (they run on every node by design, and their DaemonSet's template was judged when it was
+// written), and in the headroom namespace the chain that makes placeholders: the manager's
+// Deployments, the Deployment controller's ReplicaSets of them, the ReplicaSet
+// controller's pods. A controller copies only a template written before it, and in the
+// headroom namespace only the manager's go unjudged.
+func exemptWriters(h HeadroomWriters) []exemptWriter {
+	return []exemptWriter{
+		{DaemonSetController, "Pod", ""},
+		{h.Manager, "Deployment", h.Namespace},
+		{DeploymentController, "ReplicaSet", h.Namespace},
+		{ReplicaSetController, "Pod", h.Namespace},
+	}
+}
+
+// notExemptWriter is the match condition both policies skip exemptWriters with.
+func notExemptWriter(h HeadroomWriters) admissionv1.MatchCondition {
+	var writes []string
+	for _, w := range exemptWriters(h) {
+		c := fmt.Sprintf(`(object.kind == %s && request.userInfo.username == %s`, quote(w.kind), quote(w.user))
+		if w.namespace != "" {
+			c += ` && request.namespace == ` + quote(w.namespace)
+		}
+		writes = append(writes, c+")")
+	}
+	return admissionv1.MatchCondition{Name: "not-an-exempt-writer", Expression: "!(" + strings.Join(writes, " || ") + ")"}
+}
 
 // tolerationsCEL are the tolerations that count towards landing on a class: a DaemonSet's
 // blanket toleration (operator Exists, no key) is a node agent's, which runs on every node
@@ -209,11 +260,12 @@ const namespaceLabelsCEL = `has(namespaceObject.metadata.labels) ? namespaceObje
 // restricted classes' AccessRules, the namespace-default policy, whose parameters are
 // every class's, the guardrail policy, whose parameters are the Baselines, the ownership
 // policy, which has none (these two read o), and the commitments policy, which refuses a
-// Baseline created with an expired commitment. The manager writes only
-// AccessRules, so it needs no write access to any admission policy.
-func AdmissionPolicies(o Ownership) []client.Object {
-	vap, vapb := accessPolicy()
-	mp, mpb := defaultsPolicy()
+// Baseline created with an expired commitment; the first two read h (the headroom
+// namespace's writers they skip). The manager writes only AccessRules, so it needs no
+// write access to any admission policy.
+func AdmissionPolicies(o Ownership, h HeadroomWriters) []client.Object {
+	vap, vapb := accessPolicy(h)
+	mp, mpb := defaultsPolicy(h)
 	gp, gpb := guardrailsPolicy(o)
 	op, opb := ownershipPolicy(o)
 	cp, cpb := commitmentsPolicy()
@@ -235,10 +287,14 @@ func paramKind() *admissionv1.ParamKind {
 // evaluates the policy once per parameter and refuses if any refuses, so a pod is refused
 // when any restricted class it could land on forbids its namespace.
 //
+// Not judged (exemptWriters): the DaemonSet controller's pods, and in h's namespace only,
+// the manager's placeholder Deployments and the ReplicaSets and pods the controllers make
+// of them; anyone else's write there is judged as anywhere.
+//
 // failurePolicy Fail: a rule the API server cannot evaluate (an evaluation error, the
 // AccessRule CRD missing, its informer not yet synced) refuses rather than lets a pod
 // through. parameterNotFoundAction Allow: no restricted class, nothing to enforce.
-func accessPolicy() (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
+func accessPolicy(h HeadroomWriters) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
 	classKey, rungKey, poolKey := quote(v1alpha1.LabelClass), quote(v1alpha1.LabelRung), quote(labelNodePool)
 	pinnedTo := func(key, values string) string {
 		return fmt.Sprintf(`(%[1]s in variables.nodeSelector && variables.nodeSelector[%[1]s] %[2]s)`, key, values)
@@ -272,7 +328,7 @@ func accessPolicy() (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.Valida
 			ParamKind:     paramKind(),
 			FailurePolicy: ptr.To(admissionv1.Fail),
 			MatchConstraints: &admissionv1.MatchResources{
-				NamespaceSelector: exemptNamespaces(),
+				NamespaceSelector: exemptNamespaces(nil),
 				ObjectSelector:    &metav1.LabelSelector{},
 				MatchPolicy:       ptr.To(admissionv1.Equivalent),
 				ResourceRules: []admissionv1.NamedRuleWithOperations{
@@ -284,7 +340,7 @@ func accessPolicy() (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.Valida
 			// Match conditions cannot see namespaceObject or params (the API server binds
 			// them only for validations), so the namespace test is a variable.
 			MatchConditions: []admissionv1.MatchCondition{
-				{Name: "not-a-daemonset-pod", Expression: notDaemonSetPod},
+				notExemptWriter(h),
 			},
 			Variables: []admissionv1.Variable{
 				{Name: "spec", Expression: podSpec("object")},
@@ -329,13 +385,14 @@ func rule(group string, resources ...string) admissionv1.NamedRuleWithOperations
 // own entries. A pod that names a node gets the tolerations only: a nodeSelector the node
 // may not match would make the kubelet refuse it wherever it named. Its parameters are every class's AccessRule;
 // only the one of the namespace's class patches, and not where the class's access rule
-// excludes the namespace. nodeSelector and tolerations are atomic, which an
+// excludes the namespace. It never matches h's namespace (nor kube-system), nor
+// exemptWriters' pods. nodeSelector and tolerations are atomic, which an
 // ApplyConfiguration mutation may not change, so it is a JSONPatch. failurePolicy Ignore:
 // a default that cannot be applied never blocks a pod.
-func defaultsPolicy() (*admissionv1.MutatingAdmissionPolicy, *admissionv1.MutatingAdmissionPolicyBinding) {
+func defaultsPolicy(h HeadroomWriters) (*admissionv1.MutatingAdmissionPolicy, *admissionv1.MutatingAdmissionPolicyBinding) {
 	keys := quoteList([]string{v1alpha1.LabelClass, v1alpha1.LabelRung, labelNodePool})
 	conditions := []admissionv1.MatchCondition{
-		{Name: "not-a-daemonset-pod", Expression: notDaemonSetPod},
+		notExemptWriter(h),
 		{Name: "selects-no-class", Expression: `!(has(object.spec.nodeSelector) && object.spec.nodeSelector.exists(k, k in ` + keys + `)) && !(has(object.spec.affinity) && has(object.spec.affinity.nodeAffinity) && has(object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution) && object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.exists(t, has(t.matchExpressions) && t.matchExpressions.exists(e, e.key in ` + keys + `)))`},
 	}
 	classKey, defaultKey := quote(v1alpha1.LabelClass), quote(v1alpha1.LabelDefaultClass)
@@ -351,7 +408,7 @@ func defaultsPolicy() (*admissionv1.MutatingAdmissionPolicy, *admissionv1.Mutati
 			ParamKind:     paramKind(),
 			FailurePolicy: ptr.To(admissionv1.Ignore),
 			MatchConstraints: &admissionv1.MatchResources{
-				NamespaceSelector: exemptNamespaces(metav1.LabelSelectorRequirement{Key: v1alpha1.LabelDefaultClass, Operator: metav1.LabelSelectorOpExists}),
+				NamespaceSelector: exemptNamespaces([]string{h.Namespace}, metav1.LabelSelectorRequirement{Key: v1alpha1.LabelDefaultClass, Operator: metav1.LabelSelectorOpExists}),
 				ObjectSelector:    &metav1.LabelSelector{},
 				MatchPolicy:       ptr.To(admissionv1.Equivalent),
 				ResourceRules: []admissionv1.NamedRuleWithOperations{{RuleWithOperations: admissionv1.RuleWithOperations{

@@ -193,7 +193,7 @@ var _ = Describe("The access policy over generated rules, namespaces and pods", 
 	It("refuses exactly the pods that could land on the class from a namespace Access.Admits refuses", func() {
 		const rules, namespaces = 150, 8
 		r := rand.New(rand.NewPCG(24, 5))
-		policy, err := validate.CompilePolicy(render.AdmissionPolicies(render.DefaultOwnership)[0].(*admissionv1.ValidatingAdmissionPolicy))
+		policy, err := validate.CompilePolicy(render.AdmissionPolicies(render.DefaultOwnership, render.DefaultHeadroomWriters)[0].(*admissionv1.ValidatingAdmissionPolicy))
 		Expect(err).NotTo(HaveOccurred())
 		forms := accessPodForms()
 		kinds := []string{"Pod", "Deployment", "CronJob"}

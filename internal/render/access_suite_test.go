@@ -40,7 +40,7 @@ var _ = Describe("Access policies", func() {
 	It("pass the in-process checks, and the API server stores them exactly as rendered (no default of its own to revert)", func() {
 		crds, err := validate.Default()
 		Expect(err).NotTo(HaveOccurred())
-		for _, p := range render.AdmissionPolicies(render.DefaultOwnership) {
+		for _, p := range render.AdmissionPolicies(render.DefaultOwnership, render.DefaultHeadroomWriters) {
 			doc, err := render.CleanJSON(p)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(crds.Create(doc)).To(Succeed(), "in-process: %s", p.GetName())
@@ -67,7 +67,7 @@ var _ = Describe("Access policies", func() {
 	})
 
 	It("are refused in-process when an expression does not compile, naming the field", func() {
-		doc, err := render.CleanJSON(render.AdmissionPolicies(render.DefaultOwnership)[0])
+		doc, err := render.CleanJSON(render.AdmissionPolicies(render.DefaultOwnership, render.DefaultHeadroomWriters)[0])
 		Expect(err).NotTo(HaveOccurred())
 		vals, _, _ := unstructured.NestedSlice(doc, "spec", "validations")
 		vals[0].(map[string]any)["expression"] = "variables.selects &&"
@@ -93,7 +93,7 @@ func params(rule *v1alpha1.AccessRule) *unstructured.Unstructured {
 // Access.Admits (poolsmith lint's and the Access condition's) agree.
 var _ = Describe("The access policy's namespace test", func() {
 	It("agrees with Access.Admits", func() {
-		vap := render.AdmissionPolicies(render.DefaultOwnership)[0].(*admissionv1.ValidatingAdmissionPolicy)
+		vap := render.AdmissionPolicies(render.DefaultOwnership, render.DefaultHeadroomWriters)[0].(*admissionv1.ValidatingAdmissionPolicy)
 		sel := func(labels map[string]string, exprs ...v1alpha1.NamespaceSelectorRequirement) *v1alpha1.NamespaceSelector {
 			return &v1alpha1.NamespaceSelector{MatchLabels: labels, MatchExpressions: exprs}
 		}
@@ -215,7 +215,7 @@ var _ = Describe("The access policy over the AccessRules of 100 classes", func()
 		// (running out of budget included) would refuse it, failurePolicy being Fail.
 		Expect(env.Client.Create(ctx, worstCasePod("outsider"), client.DryRunAll)).To(Succeed())
 
-		policy, err := validate.CompilePolicy(render.AdmissionPolicies(render.DefaultOwnership)[0].(*admissionv1.ValidatingAdmissionPolicy))
+		policy, err := validate.CompilePolicy(render.AdmissionPolicies(render.DefaultOwnership, render.DefaultHeadroomWriters)[0].(*admissionv1.ValidatingAdmissionPolicy))
 		Expect(err).NotTo(HaveOccurred())
 		ns := &corev1.Namespace{}
 		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "outsider"}, ns)).To(Succeed())

@@ -52,7 +52,7 @@ func TestAccessRendersOneAccessRulePerClass(t *testing.T) {
 }
 
 func TestAdmissionPoliciesReadAccessRules(t *testing.T) {
-	objs := render.AdmissionPolicies(render.DefaultOwnership)
+	objs := render.AdmissionPolicies(render.DefaultOwnership, render.DefaultHeadroomWriters)
 	if len(objs) != 10 {
 		t.Fatalf("policies = %d", len(objs))
 	}
@@ -68,6 +68,9 @@ func TestAdmissionPoliciesReadAccessRules(t *testing.T) {
 		t.Errorf("access binding paramRef = %+v", ref)
 	}
 	mp := objs[2].(*admissionv1.MutatingAdmissionPolicy)
+	if got := mp.Spec.MatchConstraints.NamespaceSelector.MatchExpressions[0]; !slices.Equal(got.Values, []string{"kube-system", render.DefaultHeadroomWriters.Namespace}) {
+		t.Errorf("the defaults policy does not skip kube-system and the headroom namespace: %v", got)
+	}
 	if got := mp.Spec.MatchConstraints.NamespaceSelector.MatchExpressions[1]; got.Key != v1alpha1.LabelDefaultClass || got.Operator != metav1.LabelSelectorOpExists {
 		t.Errorf("the defaults policy does not select namespaces labelled %s: %v", v1alpha1.LabelDefaultClass, got)
 	}
@@ -157,7 +160,7 @@ func TestAdmissionPoliciesCompile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range render.AdmissionPolicies(render.DefaultOwnership) {
+	for _, p := range render.AdmissionPolicies(render.DefaultOwnership, render.DefaultHeadroomWriters) {
 		doc, err := render.CleanJSON(p)
 		if err != nil {
 			t.Fatal(err)

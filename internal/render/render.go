@@ -284,7 +284,8 @@ func (r *Result) AccessRule() *v1alpha1.AccessRule {
 }
 
 // Objects are the EC2NodeClass, the NodePools in ladder order, the NodeOverlays, then the
-// AccessRule, each as CleanJSON.
+// AccessRule, then the headroom Deployment (when the manager's mode renders one), each as
+// CleanJSON.
 func (r *Result) Objects() ([]map[string]any, error) {
 	objs := []any{r.NodeClass}
 	for _, np := range r.NodePools {
@@ -295,6 +296,11 @@ func (r *Result) Objects() ([]map[string]any, error) {
 	}
 	for _, p := range r.Policies {
 		objs = append(objs, p)
+	}
+	if r.Headroom != nil {
+		for _, d := range r.Headroom.Objects {
+			objs = append(objs, d)
+		}
 	}
 	docs := make([]map[string]any, len(objs))
 	for i, o := range objs {

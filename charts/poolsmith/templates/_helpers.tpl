@@ -79,3 +79,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 {{- end }}
+
+{{/* The headroom namespace (--headroom-namespace), checked: the admission policies write it into CEL. */}}
+{{- define "poolsmith.headroomNamespace" -}}
+{{- include "poolsmith.mustMatch" (list .Values.headroom.namespace "headroom.namespace" `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$` "a DNS-1123 label") }}
+{{- .Values.headroom.namespace }}
+{{- end }}
+
+{{/* The manager's username, as the API server names its service account, checked: the admission policies write it into CEL. */}}
+{{- define "poolsmith.managerUser" -}}
+{{- include "poolsmith.mustMatch" (list .Release.Namespace "the release namespace" `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$` "a DNS-1123 label") }}
+{{- printf "system:serviceaccount:%s:%s" .Release.Namespace (include "poolsmith.serviceAccountName" .) }}
+{{- end }}

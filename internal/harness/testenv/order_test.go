@@ -79,7 +79,7 @@ var _ = Describe("The access policy's install and uninstall order", Ordered, fun
 	})
 
 	It("refuses nothing when the policies go before the CRD on uninstall", func() {
-		for _, obj := range render.AdmissionPolicies(render.DefaultOwnership) {
+		for _, obj := range render.AdmissionPolicies(render.DefaultOwnership, render.DefaultHeadroomWriters) {
 			Expect(client.IgnoreNotFound(order.Client.Delete(ctx, obj))).To(Succeed())
 		}
 		deleteCRD()

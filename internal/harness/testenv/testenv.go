@@ -111,7 +111,7 @@ func Start(opts ...Option) (*Env, error) {
 // (render.AdmissionPolicies), after the CRDs as helm does; the MutatingAdmissionPolicy and
 // its binding only where the API server serves them.
 func InstallAdmissionPolicies(c client.Client) error {
-	for _, obj := range render.AdmissionPolicies(render.DefaultOwnership) {
+	for _, obj := range render.AdmissionPolicies(render.DefaultOwnership, render.DefaultHeadroomWriters) {
 		if err := c.Create(context.Background(), obj); err != nil {
 			if meta.IsNoMatchError(err) {
 				continue
