@@ -87,8 +87,8 @@ verify: manifests generate docs catalog fmt ## Regenerate everything (the refere
 TEST_PARALLEL ?= 3
 # go test starts the test binaries in the order it is given the packages, and with ./...
 # alone (import-path order) internal/render and test/chart, two of the three long ones,
-# started last, when the short ones were done, and ran with a core idle: the longest go
-# first (each package is listed once), so the short ones fill in beside them.
+# started last, when the short ones were done, and the run waited for them alone: the
+# longest go first (each package is listed once), so the short ones fill in beside them.
 SLOW_TEST_PACKAGES := ./test/chart ./internal/render ./controllers ./internal/cli
 
 .PHONY: test

@@ -144,13 +144,10 @@ func awaitAdmissionPolicies(c client.Client) error {
 		}
 		err = c.Create(context.Background(), class.DeepCopy(), client.DryRunAll)
 		if err == nil || !strings.Contains(err.Error(), render.GuardrailsPolicyName) {
-			break
+			return awaitGuardrailParams(c, deadline)
 		}
 	}
-	if err != nil && strings.Contains(err.Error(), render.GuardrailsPolicyName) {
-		return fmt.Errorf("the admission policies still refused a plain pod or class %s after they were installed: %w", policySyncTimeout, err)
-	}
-	return awaitGuardrailParams(c, deadline)
+	return fmt.Errorf("the admission policies still refused a plain pod or class %s after they were installed: %w", policySyncTimeout, err)
 }
 
 // awaitGuardrailParams returns once the guardrail policy judges classes by their
