@@ -123,26 +123,35 @@ var _ = Describe("The write path: plan, validate, then write", func() {
 			}
 			names = append(names, u.GetName())
 		}
-		settled := func(name string) *metav1.Condition {
-			wc := get(&v1alpha1.WorkloadClass{}, name)
-			c := meta.FindStatusCondition(wc.Status.Conditions, v1alpha1.ConditionSynced)
-			if c == nil || c.ObservedGeneration != wc.Generation || c.Status == metav1.ConditionUnknown {
-				return nil
+		// settled is each class's Synced condition once it reports the class's generation
+		// (Unknown is not settled), from one list of the classes: a Get per class and poll
+		// was 300 requests a second to the API server the manager shares.
+		settled := func() map[string]*metav1.Condition {
+			list := &v1alpha1.WorkloadClassList{}
+			Expect(env.Client.List(ctx, list)).To(Succeed())
+			out := map[string]*metav1.Condition{}
+			for i := range list.Items {
+				wc := &list.Items[i]
+				c := meta.FindStatusCondition(wc.Status.Conditions, v1alpha1.ConditionSynced)
+				if c != nil && c.ObservedGeneration == wc.Generation && c.Status != metav1.ConditionUnknown {
+					out[wc.Name] = c
+				}
 			}
-			return c
+			return out
 		}
 		Eventually(func() int {
-			n := 0
+			conds, n := settled(), 0
 			for _, name := range names {
-				if settled(name) != nil {
+				if conds[name] != nil {
 					n++
 				}
 			}
 			return n
 		}, 4*time.Minute, time.Second).Should(Equal(len(names)))
 		reasons := map[string]int{}
+		conds := settled()
 		for _, name := range names {
-			c := settled(name)
+			c := conds[name]
 			reasons[c.Reason]++
 			pools := nodePoolNames(name)()
 			hasNodeClass := exists(&awsv1.EC2NodeClass{}, name)()

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -135,17 +136,63 @@ func awaitAdmissionPolicies(c client.Client) error {
 	// informer has synced.
 	class := &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: "poolsmith-policy-probe"}}
 	var err error
-	for deadline := time.Now().Add(policySyncTimeout); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	deadline := time.Now().Add(policySyncTimeout)
+	for ; time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		err = c.Create(context.Background(), probe.DeepCopy(), client.DryRunAll)
 		if err != nil && strings.Contains(err.Error(), render.AccessPolicyName) {
 			continue
 		}
 		err = c.Create(context.Background(), class.DeepCopy(), client.DryRunAll)
 		if err == nil || !strings.Contains(err.Error(), render.GuardrailsPolicyName) {
-			return nil
+			return awaitGuardrailParams(c, deadline)
 		}
 	}
 	return fmt.Errorf("the admission policies still refused a plain pod or class %s after they were installed: %w", policySyncTimeout, err)
+}
+
+// awaitGuardrailParams returns once the guardrail policy judges classes by their
+// Baselines. A plain class is also admitted before the API server has loaded the
+// policy's binding at all, and then refused ("paramKind ... not yet synced") until its
+// Baseline informer has synced, which failed suites at their first class (api/v1alpha1's
+// samples, the controllers' first spec) after the wait above had passed. A Baseline
+// whose guardrails refuse the probe class proves both: the probe is refused naming that
+// Baseline. It is deleted again, and the wait lasts until the API server has seen that.
+func awaitGuardrailParams(c client.Client, deadline time.Time) error {
+	ctx := context.Background()
+	baseline := &v1alpha1.Baseline{
+		ObjectMeta: metav1.ObjectMeta{Name: "poolsmith-policy-probe"},
+		Spec: v1alpha1.BaselineSpec{
+			NodeClass: awsv1.EC2NodeClassSpec{
+				Role:                       "poolsmith-policy-probe",
+				AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+				SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"poolsmith-policy-probe": "true"}}},
+				SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"poolsmith-policy-probe": "true"}}},
+			},
+			Guardrails: &v1alpha1.Guardrails{Profiles: []v1alpha1.Profile{v1alpha1.ProfileGPU}},
+		},
+	}
+	class := &v1alpha1.WorkloadClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "poolsmith-policy-probe"},
+		Spec:       v1alpha1.WorkloadClassSpec{BaselineRef: &v1alpha1.BaselineReference{Name: baseline.Name}, Profile: v1alpha1.ProfileGeneral},
+	}
+	if err := c.Create(ctx, baseline); err != nil {
+		return fmt.Errorf("creating the guardrail probe's Baseline: %w", err)
+	}
+	var err error
+	for enforced := false; time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		err = c.Create(ctx, class.DeepCopy(), client.DryRunAll)
+		switch {
+		case !enforced && err != nil && strings.Contains(err.Error(), "guardrails of Baseline "+baseline.Name):
+			enforced = true
+			if err := c.Delete(ctx, baseline); err != nil {
+				return fmt.Errorf("deleting the guardrail probe's Baseline: %w", err)
+			}
+		case enforced && err == nil:
+			return nil
+		}
+	}
+	_ = c.Delete(ctx, baseline)
+	return fmt.Errorf("the guardrail policy did not judge a class by its Baseline's guardrails, then stop once the Baseline was deleted, within %s: %v", policySyncTimeout, err)
 }
 
 // policySyncTimeout bounds the wait for the API server to enforce the installed policies.
