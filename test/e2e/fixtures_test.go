@@ -34,7 +34,8 @@ const (
 
 // baseline is a test Baseline: the seeded subnets and security group (unless discovery
 // names other tags), maxPods 110 (what simulate assumes, instead of ENI-based limits) and
-// no consolidation, so nothing but the scenario moves nodes.
+// no consolidation (a profile's consolidation outranks it: a scenario that needs none on a
+// General class sets the class's own consolidateAfter: Never).
 func baseline(name, discovery string) *v1alpha1.Baseline {
 	selector := map[string]string{"karpenter.sh/discovery": discovery}
 	return &v1alpha1.Baseline{

@@ -309,9 +309,13 @@ var _ = Describe("A fallback rung with fallbackExpireAfter", SpecPriority(10), f
 			wc.Spec.Architectures = []v1alpha1.Architecture{v1alpha1.ArchitectureARM64}
 			wc.Spec.Instances = &v1alpha1.InstanceShape{Families: []string{"m7g"}}
 			// Past Karpenter's 3-minute memory of the failed spot offerings, so the first
-			// expiry already finds spot again. Consolidation is off (the Baseline's
-			// consolidateAfter: Never): only expiry can move these nodes.
+			// expiry already finds spot again. Consolidation is off, so only expiry can
+			// move these nodes: the class's own consolidateAfter: Never, since the General
+			// profile's WhenEmptyOrUnderutilized after 1m outranks the Baseline's Never,
+			// and Karpenter then replaced the on-demand node with spot as an underutilized
+			// one moments before it expired.
 			wc.Spec.FallbackExpireAfter = ptr.To(karpv1.MustParseNillableDuration("200s"))
+			wc.Spec.Disruption = &v1alpha1.Disruption{ConsolidateAfter: ptr.To(karpv1.MustParseNillableDuration("Never"))}
 		}))
 		expectClassReady("return")
 		np := &karpv1.NodePool{}
