@@ -150,6 +150,9 @@ var _ = Describe("A budget (spec.budget)", func() {
 
 		By("a second pod stays pending: it fits on no node of the class and Karpenter launches none")
 		update(d, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](2) })
+		// The ReplicaSet controller creates the second pod a moment after the scale-up: the
+		// check below would otherwise count 0 pending pods before it exists.
+		Eventually(func() []corev1.Pod { return pods(class) }).Should(HaveLen(2))
 		Consistently(func(g Gomega) {
 			g.Expect(nodeClaims(class)).To(HaveLen(1), "Karpenter launches nothing for a held class")
 			pending := 0
