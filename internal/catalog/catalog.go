@@ -338,6 +338,17 @@ type Matcher struct {
 	reqs []*scheduling.Requirement
 }
 
+// PinnedCapacityType is the capacity type a rung's requirements pin (the ladder pins one
+// per rung); on-demand when they pin none.
+func PinnedCapacityType(reqs []karpv1.NodeSelectorRequirementWithMinValues) string {
+	for _, r := range reqs {
+		if r.Key == karpv1.CapacityTypeLabelKey && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+			return r.Values[0]
+		}
+	}
+	return karpv1.CapacityTypeOnDemand
+}
+
 // NewMatcher compiles the requirements on labels the catalog knows; others (capacity
 // type, zone) are not the catalog's to judge.
 func NewMatcher(reqs []karpv1.NodeSelectorRequirementWithMinValues) *Matcher {

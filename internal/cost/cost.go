@@ -214,7 +214,7 @@ func priceOf(prices map[string]catalog.Price, instanceType, capacityType string)
 // the same type at the rung's capacity type where the rung allows it, else the cheapest
 // type it allows with at least t's vCPUs, memory and GPUs.
 func samePreferred(cat *catalog.Catalog, region string, rung Rung, t string) (float64, bool) {
-	ct := pinnedCapacityType(rung.Requirements)
+	ct := catalog.PinnedCapacityType(rung.Requirements)
 	prices := cat.Prices[region]
 	want := cat.Types[t]
 	if want == nil {
@@ -240,17 +240,6 @@ func samePreferred(cat *catalog.Catalog, region string, rung Rung, t string) (fl
 		return best
 	}).(float64)
 	return v, !math.IsInf(v, 1)
-}
-
-// pinnedCapacityType is the capacity type a rung's requirements pin (the ladder pins one
-// per rung); on-demand when they pin none.
-func pinnedCapacityType(reqs []karpv1.NodeSelectorRequirementWithMinValues) string {
-	for _, r := range reqs {
-		if r.Key == karpv1.CapacityTypeLabelKey && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
-			return r.Values[0]
-		}
-	}
-	return karpv1.CapacityTypeOnDemand
 }
 
 // IdleShare is the share of a node no pod requests: one minus the requested share of

@@ -182,12 +182,7 @@ func budgetCPU(left, perVCPU float64, used resource.Quantity) resource.Quantity 
 // types that requirements allow, priced at the capacity type they pin (spot: the regional
 // average; on-demand and reserved: on demand); false when no allowed type has a price.
 func dearestPerVCPU(cat *catalog.Catalog, region string, reqs []karpv1.NodeSelectorRequirementWithMinValues) (float64, bool) {
-	spot := false
-	for _, req := range reqs {
-		if req.Key == karpv1.CapacityTypeLabelKey && req.Operator == corev1.NodeSelectorOpIn && len(req.Values) == 1 {
-			spot = req.Values[0] == karpv1.CapacityTypeSpot
-		}
-	}
+	spot := catalog.PinnedCapacityType(reqs) == karpv1.CapacityTypeSpot
 	key := fmt.Sprintf("render.dearestPerVCPU\x00%s\x00%v", region, reqs)
 	v := cat.Derived(key, func() any {
 		prices, matcher := cat.Prices[region], catalog.NewMatcher(reqs)
