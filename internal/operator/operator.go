@@ -187,7 +187,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 			return nil, err
 		}
 		o.NewInformer = newInformer
-		return cache.New(cfg, o)
+		c, err := cache.New(cfg, o)
+		if err != nil {
+			return nil, err
+		}
+		return stoppableCache{Cache: c, stop: ctx.Done()}, nil
 	}
 	if lock != nil {
 		mgrOpts.LeaderElectionResourceLockInterface = lock
