@@ -79,8 +79,8 @@ func startManager() {
 
 // The suite's manager looks again at what the rebalance controller does not watch (pods,
 // PodDisruptionBudgets) within suiteRebalanceRecheck instead of 30 s, and writes a
-// class's status.cost at most once per suiteCostMinWrite instead of 15 s: still a wait
-// the specs must see through, a tenth as long.
+// class's status.cost at most once per suiteCostMinWrite instead of 15 s: still waits
+// the specs must see through, of seconds instead of half a minute.
 const (
 	suiteRebalanceRecheck = 3 * time.Second
 	suiteCostMinWrite     = 2 * time.Second
