@@ -43,6 +43,9 @@ type CostReconciler struct {
 	Signals   *signals.Provider
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// MinWrite is the least time between two writes of one class's status.cost;
+	// costMinWrite when zero (the controller tests shorten it).
+	MinWrite time.Duration
 
 	// written is when each class's status.cost was last written, by name.
 	written sync.Map
@@ -54,7 +57,7 @@ type CostReconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
 
 // Reconcile prices the class and writes status.cost when a rounded figure changed or the
-// month to date is due (cost.Next), at most once per costMinWrite.
+// month to date is due (cost.Next), at most once per MinWrite.
 func (r *CostReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	wc := &v1alpha1.WorkloadClass{}
 	if err := r.Get(ctx, req.NamespacedName, wc); err != nil {
@@ -77,7 +80,7 @@ func (r *CostReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{RequeueAfter: CostPeriod}, nil
 	}
 	if last, ok := r.written.Load(wc.Name); ok {
-		if wait := costMinWrite - now.Sub(last.(time.Time)); wait > 0 {
+		if wait := r.minWrite() - now.Sub(last.(time.Time)); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
@@ -100,6 +103,13 @@ func (r *CostReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	r.written.Store(wc.Name, now)
 	return ctrl.Result{RequeueAfter: CostPeriod}, nil
+}
+
+func (r *CostReconciler) minWrite() time.Duration {
+	if r.MinWrite > 0 {
+		return r.MinWrite
+	}
+	return costMinWrite
 }
 
 // price gathers the class's NodePools, NodeClaims and pod requests and prices them with

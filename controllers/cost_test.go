@@ -91,9 +91,9 @@ var _ = Describe("Cost controller", func() {
 		By("the cost is the sum of the NodeClaims' catalog prices, each at its capacity type")
 		// The spot node's pod requests half its CPU; the on-demand NodeClaim has no node yet,
 		// so all of it is idle.
-		// Writes of one class's status.cost are 15 s apart at least: the two launches may
-		// need two.
-		Eventually(costOf).WithTimeout(40 * time.Second).Should(And(
+		// Writes of one class's status.cost are suiteCostMinWrite apart at least: the two
+		// launches may need two.
+		Eventually(costOf).Should(And(
 			HaveField("PerHour", cost.Money(m7.SpotAvg+m7.OnDemand)),
 			HaveField("FallbackPremiumPerHour", cost.Money(m7.OnDemand-m7.SpotAvg)),
 			HaveField("IdlePerHour", cost.Money(m7.SpotAvg*0.5+m7.OnDemand)),
@@ -129,14 +129,14 @@ var _ = Describe("Cost controller", func() {
 		Expect(env.Client.Status().Patch(ctx, wc, client.MergeFrom(orig))).To(Succeed())
 		// A NodeClaim event brings the class back before CostPeriod.
 		Expect(env.Client.Delete(ctx, pending)).To(Succeed())
-		Eventually(func() float64 { return cost.ParseMoney(costOf().MonthToDate) }).WithTimeout(40 * time.Second).Should(
+		Eventually(func() float64 { return cost.ParseMoney(costOf().MonthToDate) }).Should(
 			BeNumerically("~", 5+(m7.SpotAvg+m7.OnDemand), (m7.SpotAvg+m7.OnDemand)/60))
 		Expect(costOf().Unpriced).To(BeEmpty())
 
 		By("NodeClaims gone, the class costs nothing and its series are removed")
 		Expect(env.Client.Delete(ctx, spot)).To(Succeed())
 		Expect(env.Client.Delete(ctx, onDemand)).To(Succeed())
-		Eventually(costOf).WithTimeout(40 * time.Second).Should(And(HaveField("PerHour", "0.0000"), HaveField("Rungs", BeEmpty())))
+		Eventually(costOf).Should(And(HaveField("PerHour", "0.0000"), HaveField("Rungs", BeEmpty())))
 		_, present := series("poolsmith_class_cost_per_hour", map[string]string{"class": "cost"})
 		Expect(present).To(BeFalse())
 	})

@@ -48,6 +48,10 @@ type RebalanceReconciler struct {
 	Region    string
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Recheck, when set, is the longest wait before a class with pending moves or nodes
+	// on fallback rungs is looked at again, instead of rebalance.Recheck: pods and
+	// PodDisruptionBudgets are not watched (the controller tests shorten it).
+	Recheck time.Duration
 }
 
 // +kubebuilder:rbac:groups=poolsmith.dev,resources=workloadclasses,verbs=get
@@ -154,6 +158,9 @@ func (r *RebalanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	recordRebalance(wc.Name, st, in.Now)
 	if err := r.writeStatus(ctx, wc, st); err != nil {
 		return ctrl.Result{}, err
+	}
+	if r.Recheck > 0 && pass.RequeueAfter > r.Recheck {
+		pass.RequeueAfter = r.Recheck
 	}
 	return ctrl.Result{RequeueAfter: pass.RequeueAfter}, nil
 }

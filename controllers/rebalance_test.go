@@ -1,8 +1,6 @@
 package controllers_test
 
 import (
-	"time"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -68,8 +66,9 @@ var _ = Describe("Rebalance controller", func() {
 		By("once it allows one, the NodeClaim is marked drifted, its hash kept")
 		pdb.Status = policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 1, CurrentHealthy: 1, DesiredHealthy: 0, ExpectedPods: 1}
 		Expect(env.Client.Status().Update(ctx, pdb)).To(Succeed())
-		// PodDisruptionBudgets are not watched (nor cached): the controller looks again within 30 s.
-		Eventually(func() string { return claim().Annotations[karpv1.NodePoolHashAnnotationKey] }).WithTimeout(45 * time.Second).Should(Equal(v1alpha1.RebalanceDriftHash))
+		// PodDisruptionBudgets are not watched (nor cached): the controller looks again
+		// within suiteRebalanceRecheck.
+		Eventually(func() string { return claim().Annotations[karpv1.NodePoolHashAnnotationKey] }).Should(Equal(v1alpha1.RebalanceDriftHash))
 		Eventually(func() []v1alpha1.RebalanceMove {
 			return get(&v1alpha1.WorkloadClass{}, "rebal").Status.Rebalance.Moving
 		}).Should(ConsistOf(
@@ -81,8 +80,8 @@ var _ = Describe("Rebalance controller", func() {
 		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
 		pod.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
 		Expect(env.Client.Update(ctx, pod)).To(Succeed())
-		// Nor are pods: it looks again within 30 s.
-		Eventually(func() string { return claim().Annotations[karpv1.NodePoolHashAnnotationKey] }).WithTimeout(45 * time.Second).Should(Equal("12345"))
+		// Nor are pods: it looks again within suiteRebalanceRecheck.
+		Eventually(func() string { return claim().Annotations[karpv1.NodePoolHashAnnotationKey] }).Should(Equal("12345"))
 		Expect(claim().Annotations).NotTo(HaveKey(v1alpha1.AnnotationRebalanceHash), "the hand-set annotation is removed with the mark")
 		Eventually(message).Should(ContainSubstring("pod default/rebal has karpenter.sh/do-not-disrupt"))
 		st := get(&v1alpha1.WorkloadClass{}, "rebal").Status.Rebalance
@@ -103,7 +102,7 @@ var _ = Describe("Rebalance controller", func() {
 		annotate(nc.Name, karpv1.NodePoolHashAnnotationKey, v1alpha1.RebalanceDriftHash)
 		annotate(nc.Name, v1alpha1.AnnotationRebalanceHash, "66666")
 		// The do-not-disrupt pod still pins the node: the adopted move is cancelled.
-		Eventually(func() string { return claim().Annotations[karpv1.NodePoolHashAnnotationKey] }).WithTimeout(45 * time.Second).Should(Equal("777"))
+		Eventually(func() string { return claim().Annotations[karpv1.NodePoolHashAnnotationKey] }).Should(Equal("777"))
 		Expect(claim().Annotations).NotTo(HaveKey(v1alpha1.AnnotationRebalanceHash))
 	})
 })

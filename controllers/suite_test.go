@@ -56,7 +56,9 @@ var _ = AfterSuite(func() {
 
 // startManager runs the same manager `poolsmith manager` runs, leader election off. It
 // writes as config/default's service account (what the access policy exempts in the
-// headroom namespace), with the cluster administrators' group for its rights.
+// headroom namespace), with the cluster administrators' group for its rights. Its fixed
+// waits are shortened (suiteRebalanceRecheck, suiteCostMinWrite) so specs do not sit
+// them out.
 func startManager() {
 	mgrCtx, cancel := context.WithCancel(ctx)
 	crds, err := validate.Default()
@@ -65,7 +67,7 @@ func startManager() {
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: render.DefaultHeadroomWriters.Manager, Groups: []string{"system:masters", "system:authenticated"}}
 	cfg.Wrap(sent.wrap)
 	mgr, err := operator.New(mgrCtx, cfg, operator.Options{MetricsAddr: "0", ProbeAddr: "0", MaxConcurrentReconciles: 4, SkipNameValidation: true, Capabilities: capabilities.Capabilities{NodeOverlays: true, Headroom: v1alpha1.HeadroomPods},
-		Validator: refusing{crds}})
+		Validator: refusing{crds}, RebalanceRecheck: suiteRebalanceRecheck, CostMinWrite: suiteCostMinWrite})
 	Expect(err).NotTo(HaveOccurred())
 	stopMgr, mgrDone = cancel, make(chan struct{})
 	go func() {
@@ -74,6 +76,15 @@ func startManager() {
 		Expect(mgr.Start(mgrCtx)).To(Succeed())
 	}()
 }
+
+// The suite's manager looks again at what the rebalance controller does not watch (pods,
+// PodDisruptionBudgets) within suiteRebalanceRecheck instead of 30 s, and writes a
+// class's status.cost at most once per suiteCostMinWrite instead of 15 s: still waits
+// the specs must see through, of seconds instead of half a minute.
+const (
+	suiteRebalanceRecheck = 3 * time.Second
+	suiteCostMinWrite     = 2 * time.Second
+)
 
 // labelKarpenterRefuses marks a class whose NodePools the suite's validator refuses on top
 // of Karpenter's CRDs: render and admission now refuse everything those CRDs would, so a

@@ -69,6 +69,10 @@ type Options struct {
 	SignalsMaxAge time.Duration
 	// Now is the controller's clock (tests); time.Now when nil.
 	Now func() time.Time
+	// RebalanceRecheck and CostMinWrite shorten the rebalance controller's look at what it
+	// does not watch (default 30s) and the least time between two writes of a class's
+	// status.cost (default 15s), for tests; zero keeps the defaults.
+	RebalanceRecheck, CostMinWrite time.Duration
 	// Capabilities are the switches the flags set (NodeOverlays, NoAccessPolicies); New
 	// adds what discovery finds (NoDefaultPolicies) and passes the one value down.
 	Capabilities capabilities.Capabilities
@@ -187,7 +191,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 			return nil, err
 		}
 		o.NewInformer = newInformer
-		return cache.New(cfg, o)
+		c, err := cache.New(cfg, o)
+		if err != nil {
+			return nil, err
+		}
+		return stoppableCache{Cache: c, stop: ctx.Done()}, nil
 	}
 	if lock != nil {
 		mgrOpts.LeaderElectionResourceLockInterface = lock
@@ -213,12 +221,12 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	}
 	if err := (&controllers.RebalanceReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("poolsmith"),
-		Signals: costSignals, Region: opts.Region, Now: opts.Now,
+		Signals: costSignals, Region: opts.Region, Now: opts.Now, Recheck: opts.RebalanceRecheck,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the rebalance controller: %w", err)
 	}
 	if err := (&controllers.CostReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Signals: costSignals, Now: opts.Now,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Signals: costSignals, Now: opts.Now, MinWrite: opts.CostMinWrite,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the cost controller: %w", err)
 	}
