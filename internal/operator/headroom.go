@@ -30,14 +30,14 @@ const DefaultHeadroomProbeTimeout = 60 * time.Second
 // LabelHeadroomProbe marks the probe CapacityBuffers of --headroom=auto.
 const LabelHeadroomProbe = "poolsmith.dev/headroom-probe"
 
-// resolveHeadroom settles the manager's headroom mechanism before the cache is built.
+// ResolveHeadroom settles the manager's headroom mechanism before the cache is built.
 // Discovery says whether the cluster serves CapacityBuffers (then they and their
 // PodTemplates are cached, watched and pruned whatever the mechanism). capacitybuffer
 // needs them served and takes the operator at its word that Karpenter's CapacityBuffer
 // feature gate is on; auto uses them only when the probe shows Karpenter's buffer
 // controller running (the CRD is installed with Karpenter whether or not the gate is on),
 // and placeholder pods otherwise. caps.HeadroomReason says which and why.
-func resolveHeadroom(ctx context.Context, cfg *rest.Config, caps *capabilities.Capabilities, timeout time.Duration) error {
+func ResolveHeadroom(ctx context.Context, cfg *rest.Config, caps *capabilities.Capabilities, timeout time.Duration) error {
 	if !caps.HeadroomOn() {
 		return nil
 	}

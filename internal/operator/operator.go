@@ -72,7 +72,7 @@ type Options struct {
 	Now func() time.Time
 	// Capabilities are the switches the flags set (NodeOverlays, NoAccessPolicies,
 	// Headroom); New adds what discovery finds (NoDefaultPolicies, HeadroomBuffers),
-	// resolves Headroom auto (resolveHeadroom) and passes the one value down.
+	// resolves Headroom auto (ResolveHeadroom) and passes the one value down.
 	Capabilities capabilities.Capabilities
 	// HeadroomProbeTimeout bounds --headroom=auto's probe; DefaultHeadroomProbeTimeout
 	// when zero.
@@ -130,7 +130,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if opts.HeadroomProbeTimeout == 0 {
 		opts.HeadroomProbeTimeout = DefaultHeadroomProbeTimeout
 	}
-	if err := resolveHeadroom(ctx, cfg, &caps, opts.HeadroomProbeTimeout); err != nil {
+	if err := ResolveHeadroom(ctx, cfg, &caps, opts.HeadroomProbeTimeout); err != nil {
 		return nil, err
 	}
 	if caps.NodeOverlays {
