@@ -68,10 +68,10 @@ func headroomStatus(res *render.Result, live plan.Children, now time.Time) *v1al
 	return st
 }
 
-// bufferNotObserved is how long Karpenter may leave a CapacityBuffer's current
-// generation unresolved before status says NotObserved: its buffer controller resolves
-// one within seconds and again every 30 s, so this long means it does not run (the
-// CapacityBuffer feature gate is off, or Karpenter is down).
+// bufferNotObserved is how long Karpenter may leave a new CapacityBuffer without a
+// ReadyForProvisioning condition before status says NotObserved: its buffer controller
+// resolves one within seconds and retries every 30 s, so this long means it does not run
+// (the CapacityBuffer feature gate is off, or Karpenter is down).
 const bufferNotObserved = 2 * time.Minute
 
 // bufferReady is what Karpenter reports of a class's CapacityBuffer: all desired units
@@ -80,16 +80,17 @@ const bufferNotObserved = 2 * time.Minute
 // status.replicas equal to desired; else none, with Karpenter's reason and message. The
 // condition is all or nothing, and Karpenter counts a NodeClaim launched but not yet a
 // node as existing capacity, so on AWS ready can count units whose instance still boots
-// (docs/headroom.md). A stale condition is not trusted: NotObserved when Karpenter has
-// not resolved the current generation for bufferNotObserved.
+// (docs/headroom.md). A condition for an older generation is not trusted (the count
+// changed since); NotObserved when Karpenter has never resolved a buffer created
+// bufferNotObserved ago.
 func bufferReady(cb *cbv1beta1.CapacityBuffer, desired int32, now time.Time) (int32, string, string) {
 	ref := "CapacityBuffer " + cb.Namespace + "/" + cb.Name
 	resolved := meta.FindStatusCondition(cb.Status.Conditions, cbv1beta1.ReadyForProvisioningCondition)
+	if resolved == nil && now.Sub(cb.CreationTimestamp.Time) > bufferNotObserved {
+		return 0, v1alpha1.HeadroomReasonNotObserved, fmt.Sprintf("Karpenter has not resolved %s in %s: its CapacityBuffer feature gate may be off", ref, bufferNotObserved)
+	}
 	if resolved == nil || resolved.ObservedGeneration != cb.Generation {
-		if now.Sub(cb.CreationTimestamp.Time) > bufferNotObserved {
-			return 0, v1alpha1.HeadroomReasonNotObserved, fmt.Sprintf("Karpenter has not resolved %s at generation %d: its CapacityBuffer feature gate may be off", ref, cb.Generation)
-		}
-		return 0, v1alpha1.HeadroomReasonProvisioning, fmt.Sprintf("waiting for Karpenter to resolve %s", ref)
+		return 0, v1alpha1.HeadroomReasonProvisioning, fmt.Sprintf("waiting for Karpenter to resolve %s at generation %d", ref, cb.Generation)
 	}
 	provisioning := meta.FindStatusCondition(cb.Status.Conditions, cbv1beta1.ProvisioningCondition)
 	switch {
