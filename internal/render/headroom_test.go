@@ -86,15 +86,19 @@ func TestHeadroomPlaceholderDeployment(t *testing.T) {
 	if d.Labels[v1alpha1.LabelClass] != "ci" || d.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue {
 		t.Errorf("labels %v", d.Labels)
 	}
-	var sawReplicas bool
-	for _, f := range res.Provenance {
-		if f.Object == "Deployment/poolsmith-headroom/ci-headroom" && f.Path == "spec.replicas" {
-			sawReplicas = strings.HasPrefix(string(f.Origin), "computed:headroom-size")
-		}
-	}
-	if !sawReplicas {
+	if !hasOrigin(res, "Deployment/poolsmith-headroom/ci-headroom", "spec.replicas", "computed:headroom-size") {
 		t.Error("explain has no origin for the Deployment's replicas")
 	}
+}
+
+// hasOrigin reports whether explain traces path of object to an origin starting with prefix.
+func hasOrigin(res *render.Result, object, path, prefix string) bool {
+	for _, f := range res.Provenance {
+		if f.Object == object && f.Path == path {
+			return strings.HasPrefix(string(f.Origin), prefix)
+		}
+	}
+	return false
 }
 
 func TestHeadroomResolution(t *testing.T) {
@@ -269,13 +273,7 @@ func TestHeadroomCapacityBuffer(t *testing.T) {
 	if r := spec.Containers[0].Resources.Requests; r.Cpu().String() != "1" || r.Memory().String() != "2Gi" {
 		t.Errorf("unit %v", r)
 	}
-	var sawReplicas bool
-	for _, f := range res.Provenance {
-		if f.Object == "CapacityBuffer/poolsmith-headroom/ci-headroom" && f.Path == "spec.replicas" {
-			sawReplicas = strings.HasPrefix(string(f.Origin), "computed:headroom-size")
-		}
-	}
-	if !sawReplicas {
+	if !hasOrigin(res, "CapacityBuffer/poolsmith-headroom/ci-headroom", "spec.replicas", "computed:headroom-size") {
 		t.Error("explain has no origin for the CapacityBuffer's replicas")
 	}
 }

@@ -220,16 +220,7 @@ var _ = Describe("Headroom (placeholder pods)", func() {
 		}
 		Expect(units).To(HaveLen(2))
 
-		By("the same burst, 2 pods of 900m and 512Mi (a unit each), on both classes at once")
-		start := time.Now()
-		create(deployment("hr-burst-warm", "hr-warm", 2, "900m"), deployment("hr-burst-cold", "hr-cold", 2, "900m"))
-		took := untilRunning(start, 2, "hr-burst-warm", "hr-burst-cold")
-
-		for _, p := range expectRunning("hr-burst-warm", 2) {
-			Expect(warmNodes).To(HaveKey(p.Spec.NodeName), "burst pod %s runs on a node that was up before the burst:\n%s", p.Name, describe(before))
-		}
-		coldClaims := nodeClaims("hr-cold")
-		Expect(coldClaims).NotTo(BeEmpty(), "the class without headroom needed a launch")
+		took, coldClaims := burst("hr-warm", "hr-cold", "hr-burst-warm", "hr-burst-cold", warmNodes, before)
 
 		By("the placeholders were preempted and Karpenter launches nodes for their replacements")
 		Eventually(func(g Gomega) {
@@ -315,6 +306,24 @@ var _ = Describe("Headroom (placeholder pods)", func() {
 	})
 })
 
+// burst creates the same 2 pods of 900m and 512Mi (a unit each) in the class with
+// headroom (warmApp) and the twin without (coldApp) at once, and returns how long each
+// took to run, per app, after checking the warm ones run on warmNodes, which were up
+// before, and that the twin needed a launch (its NodeClaims).
+func burst(warmClass, coldClass, warmApp, coldApp string, warmNodes map[string]string, before []karpv1.NodeClaim) (map[string][]time.Duration, []karpv1.NodeClaim) {
+	GinkgoHelper()
+	By("the same burst, 2 pods of 900m and 512Mi (a unit each), on both classes at once")
+	start := time.Now()
+	create(deployment(warmApp, warmClass, 2, "900m"), deployment(coldApp, coldClass, 2, "900m"))
+	took := untilRunning(start, 2, warmApp, coldApp)
+	for _, p := range expectRunning(warmApp, 2) {
+		Expect(warmNodes).To(HaveKey(p.Spec.NodeName), "burst pod %s runs on a node that was up before the burst:\n%s", p.Name, describe(before))
+	}
+	coldClaims := nodeClaims(coldClass)
+	Expect(coldClaims).NotTo(BeEmpty(), "the class without headroom needed a launch")
+	return took, coldClaims
+}
+
 // cronAt is a daily cron start at t's minute and hour.
 func cronAt(t time.Time) string { return fmt.Sprintf("%d %d * * *", t.Minute(), t.Hour()) }
 
@@ -370,15 +379,8 @@ var _ = Describe("Headroom (CapacityBuffer)", func() {
 		warmNodes := nodesOf(before)
 		Expect(nodeClaims("hr-cb-cold")).To(BeEmpty(), "a class without headroom holds no node")
 
-		By("the same burst, 2 pods of 900m and 512Mi (a unit each), on both classes at once")
 		start := time.Now()
-		create(deployment("hr-cb-burst", "hr-cb", 2, "900m"), deployment("hr-cb-burst-cold", "hr-cb-cold", 2, "900m"))
-		took := untilRunning(start, 2, "hr-cb-burst", "hr-cb-burst-cold")
-		for _, p := range expectRunning("hr-cb-burst", 2) {
-			Expect(warmNodes).To(HaveKey(p.Spec.NodeName), "burst pod %s runs on the node the buffer held:\n%s", p.Name, describe(before))
-		}
-		coldClaims := nodeClaims("hr-cb-cold")
-		Expect(coldClaims).NotTo(BeEmpty(), "the class without headroom needed a launch")
+		took, coldClaims := burst("hr-cb", "hr-cb-cold", "hr-cb-burst", "hr-cb-burst-cold", warmNodes, before)
 
 		By("Karpenter refills the buffer with a new node, and ready comes back to 2")
 		var refill []karpv1.NodeClaim
