@@ -1,9 +1,6 @@
 package render_test
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -279,7 +276,10 @@ func TestHeadroomCapacityBuffer(t *testing.T) {
 }
 
 // TestHeadroomGoldens holds both mechanisms' children for a restricted class with a
-// taint, as render prints them (go test ./internal/render -run TestHeadroomGoldens -update).
+// taint, as render prints them (go test ./internal/render -run TestHeadroomGoldens
+// -update). They are in a folder of their own: the acceptance suite's dry run of every
+// golden object has no headroom namespace, and the controller tests write them to the API
+// server instead.
 func TestHeadroomGoldens(t *testing.T) {
 	wc := class("ci", v1alpha1.ProfileBurstableCI, withHeadroom(v1alpha1.Headroom{Replicas: ptr.To[int32](2),
 		PodShape: &v1alpha1.HeadroomPodShape{CPU: ptr.To(resource.MustParse("1")), Memory: ptr.To(resource.MustParse("2Gi"))},
@@ -288,7 +288,7 @@ func TestHeadroomGoldens(t *testing.T) {
 			wc.Spec.Access = &v1alpha1.Access{Namespaces: []string{"ci"}}
 			wc.Spec.Taints = v1alpha1.Taints{{Key: "example.com/ci", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
 		})
-	for file, mechanism := range map[string]v1alpha1.HeadroomMechanism{"headroom-pods.yaml": v1alpha1.HeadroomPods, "headroom-capacitybuffer.yaml": v1alpha1.HeadroomCapacityBuffer} {
+	for file, mechanism := range map[string]v1alpha1.HeadroomMechanism{"headroom/pods.yaml": v1alpha1.HeadroomPods, "headroom/capacitybuffer.yaml": v1alpha1.HeadroomCapacityBuffer} {
 		t.Run(file, func(t *testing.T) {
 			opts := render.Options{Headroom: podsHeadroom}
 			opts.Capabilities.Headroom = mechanism
@@ -296,8 +296,8 @@ func TestHeadroomGoldens(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var buf bytes.Buffer
-			for i, obj := range res.Headroom.Objects {
+			var docs []string
+			for _, obj := range res.Headroom.Objects {
 				doc, err := render.CleanJSON(obj)
 				if err != nil {
 					t.Fatal(err)
@@ -306,25 +306,9 @@ func TestHeadroomGoldens(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if i > 0 {
-					buf.WriteString("---\n")
-				}
-				buf.Write(out)
+				docs = append(docs, string(out))
 			}
-			path := filepath.Join(goldenDir, file)
-			if *update {
-				if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(want, buf.Bytes()) {
-				t.Errorf("%s differs from the render (run with -update and review the diff):\n%s", path, buf.String())
-			}
+			golden(t, file, strings.Join(docs, "---\n"))
 		})
 	}
 }
