@@ -84,7 +84,7 @@ var _ = Describe("Headroom of a class with spec.access, judged by the API server
 		create(newClass(class, "hr-acc-base", func(wc *v1alpha1.WorkloadClass) {
 			wc.Spec.Taints = v1alpha1.Taints{{Key: "example.com/dedicated", Value: class, Effect: corev1.TaintEffectNoSchedule}}
 			wc.Spec.Access = &v1alpha1.Access{Namespaces: []string{allowed}}
-			wc.Spec.Headroom = &v1alpha1.Headroom{Replicas: ptr.To[int32](2), PodShape: &v1alpha1.HeadroomPodShape{CPU: ptr.To(resource.MustParse("1"))}}
+			wc.Spec.Headroom = &v1alpha1.Headroom{Replicas: ptr.To[int32](2), PodShape: &v1alpha1.HeadroomPodShape{CPU: ptr.To(resource.MustParse("1"))}, Mechanism: v1alpha1.HeadroomPods}
 		}))
 		Eventually(condition(class, v1alpha1.ConditionAccess)).Should(haveCondition(metav1.ConditionTrue, v1alpha1.ReasonAccessEnforced))
 		// The API server loads policies through an informer: wait until it enforces this one.
@@ -182,5 +182,14 @@ var _ = Describe("Headroom of a class with spec.access, judged by the API server
 		Expect(writeAs(h.Manager, admins, replicaSetOf(placeholders, h.Namespace), false)).To(MatchError(ContainSubstring("could run on WorkloadClass " + class)))
 		// The class's own namespace may: the rule still admits what it should.
 		Expect(writeAs(h.Manager, admins, copyOf(placeholders, allowed, "ml-copy"), false)).To(Succeed())
+	})
+
+	It("(d) admits the manager's PodTemplate (the CapacityBuffer's unit) in the headroom namespace only, and judges anyone else's", func() {
+		template := func(ns, name string) *corev1.PodTemplate {
+			return &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Template: *placeholders.Spec.Template.DeepCopy()}
+		}
+		Expect(writeAs(h.Manager, admins, template(h.Namespace, class+"-headroom"), false)).To(Succeed())
+		Expect(admit(template(h.Namespace, "admins-template"))).To(MatchError(ContainSubstring("in namespace " + h.Namespace + " could run on WorkloadClass " + class)))
+		Expect(writeAs(h.Manager, admins, template(tenant, "managers-template"), false)).To(MatchError(ContainSubstring("in namespace " + tenant + " could run on WorkloadClass " + class)))
 	})
 })

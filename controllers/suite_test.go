@@ -56,7 +56,9 @@ var _ = AfterSuite(func() {
 
 // startManager runs the same manager `poolsmith manager` runs, leader election off. It
 // writes as config/default's service account (what the access policy exempts in the
-// headroom namespace), with the cluster administrators' group for its rights. Its fixed
+// headroom namespace), with the cluster administrators' group for its rights. It runs
+// --headroom=capacitybuffer (the test control plane serves the CRD; no Karpenter resolves
+// the buffers): classes that ask for placeholder pods say mechanism: Pods. Its fixed
 // waits are shortened (suiteRebalanceRecheck, suiteCostMinWrite) so specs do not sit
 // them out.
 func startManager() {
@@ -66,7 +68,7 @@ func startManager() {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: render.DefaultHeadroomWriters.Manager, Groups: []string{"system:masters", "system:authenticated"}}
 	cfg.Wrap(sent.wrap)
-	mgr, err := operator.New(mgrCtx, cfg, operator.Options{MetricsAddr: "0", ProbeAddr: "0", MaxConcurrentReconciles: 4, SkipNameValidation: true, Capabilities: capabilities.Capabilities{NodeOverlays: true, Headroom: v1alpha1.HeadroomPods},
+	mgr, err := operator.New(mgrCtx, cfg, operator.Options{MetricsAddr: "0", ProbeAddr: "0", MaxConcurrentReconciles: 4, SkipNameValidation: true, Capabilities: capabilities.Capabilities{NodeOverlays: true, Headroom: v1alpha1.HeadroomCapacityBuffer},
 		Validator: refusing{crds}, RebalanceRecheck: suiteRebalanceRecheck, CostMinWrite: suiteCostMinWrite})
 	Expect(err).NotTo(HaveOccurred())
 	stopMgr, mgrDone = cancel, make(chan struct{})

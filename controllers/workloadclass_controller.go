@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	cbv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
@@ -275,7 +276,7 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 		return o, ctrl.Result{}, err
 	}
 	o.Signals, o.CostBased = &in.Freshness, res.CostBased
-	wc.Status.Headroom = headroomStatus(res, out.Live)
+	wc.Status.Headroom = headroomStatus(res, out.Live, in.Inputs.Options.Headroom.Now)
 	result := requeueForHeadroom(ctrl.Result{}, res, wc, in.Inputs.Options.Headroom.Now)
 	return o, requeueForStaleness(result, in.Freshness, r.Signals.Clock()), nil
 }
@@ -392,8 +393,13 @@ func (r *WorkloadClassReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.Owns(&karpv1alpha1.NodeOverlay{}, own)
 	}
 	if r.Capabilities.HeadroomOn() {
-		// The cache holds only the headroom namespace's labelled Deployments (internal/operator).
+		// The cache holds only the headroom namespace's labelled Deployments, PodTemplates
+		// and CapacityBuffers (internal/operator). A buffer's status is how Karpenter says
+		// its units are ready.
 		b = b.Owns(&appsv1.Deployment{})
+		if r.Capabilities.HeadroomBuffers {
+			b = b.Owns(&corev1.PodTemplate{}).Owns(&cbv1beta1.CapacityBuffer{})
+		}
 	}
 	if r.Capabilities.AccessRules() {
 		b = b.Owns(&v1alpha1.AccessRule{}, own).

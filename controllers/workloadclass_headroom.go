@@ -4,8 +4,12 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	cbv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/plan"
@@ -17,11 +21,12 @@ import (
 // Role manager-role, and config/default's kustomization moves them all into one namespace,
 // where two would collide.
 
-// headroomStatus is status.headroom from the render and the live placeholder Deployment:
-// ready is the Deployment's available replicas once it has observed its generation. A
-// class without spec.headroom has none. The shrink timer and the count survive restarts
-// here (internal/headroom reads them back through the render).
-func headroomStatus(res *render.Result, live plan.Children) *v1alpha1.HeadroomStatus {
+// headroomStatus is status.headroom from the render and the live children: ready is the
+// placeholder Deployment's available replicas once it has observed its generation (Pods),
+// or what Karpenter reports of the CapacityBuffer (bufferReady). A class without
+// spec.headroom has none. The shrink timer and the count survive restarts here
+// (internal/headroom reads them back through the render).
+func headroomStatus(res *render.Result, live plan.Children, now time.Time) *v1alpha1.HeadroomStatus {
 	h := res.Headroom
 	if h == nil {
 		return nil
@@ -33,14 +38,27 @@ func headroomStatus(res *render.Result, live plan.Children) *v1alpha1.HeadroomSt
 	if h.PendingSince != nil {
 		st.ShrinkPendingSince = &metav1.Time{Time: h.PendingSince.UTC().Truncate(time.Second)}
 	}
+	var bufferReason, bufferMessage string
 	for _, want := range h.Objects {
-		if d, ok := live.Headroom[want.Name]; ok && d.Status.ObservedGeneration == d.Generation {
-			st.Ready += min(d.Status.AvailableReplicas, h.Desired)
+		switch l := live.Headroom[plan.HeadroomRef(want)].(type) {
+		case *appsv1.Deployment:
+			if l.Status.ObservedGeneration == l.Generation {
+				st.Ready += min(l.Status.AvailableReplicas, h.Desired)
+			}
+		case *cbv1beta1.CapacityBuffer:
+			var ready int32
+			ready, bufferReason, bufferMessage = bufferReady(l, h.Desired, now)
+			st.Ready += ready
 		}
 	}
 	switch {
 	case st.Reason != "":
-		st.Message = headroomMessage(st.Reason)
+		st.Message = h.Message
+		if st.Message == "" {
+			st.Message = headroomMessage(st.Reason)
+		}
+	case bufferReason != "" && st.Ready < st.Desired:
+		st.Reason, st.Message = bufferReason, bufferMessage
 	case st.Ready < st.Desired:
 		st.Reason, st.Message = v1alpha1.HeadroomReasonProvisioning, fmt.Sprintf("%d of %d units wait for a node on rung %s", st.Desired-st.Ready, st.Desired, st.Rung)
 	default:
@@ -48,6 +66,42 @@ func headroomStatus(res *render.Result, live plan.Children) *v1alpha1.HeadroomSt
 	}
 	st.Display = fmt.Sprintf("%d/%d", st.Ready, st.Desired)
 	return st
+}
+
+// bufferNotObserved is how long Karpenter may leave a new CapacityBuffer without a
+// ReadyForProvisioning condition before status says NotObserved: its buffer controller
+// resolves one within seconds and retries every 30 s, so this long means it does not run
+// (the CapacityBuffer feature gate is off, or Karpenter is down).
+const bufferNotObserved = 2 * time.Minute
+
+// bufferReady is what Karpenter reports of a class's CapacityBuffer: all desired units
+// ready when its provisioner last found every virtual pod fits existing capacity
+// (Provisioning=True, FitsExistingCapacity) for the buffer's current generation at
+// status.replicas equal to desired; else none, with Karpenter's reason and message. The
+// condition is all or nothing, and Karpenter counts a NodeClaim launched but not yet a
+// node as existing capacity, so on AWS ready can count units whose instance still boots
+// (docs/headroom.md). A condition for an older generation is not trusted (the count
+// changed since); NotObserved when Karpenter has never resolved a buffer created
+// bufferNotObserved ago.
+func bufferReady(cb *cbv1beta1.CapacityBuffer, desired int32, now time.Time) (int32, string, string) {
+	ref := "CapacityBuffer " + cb.Namespace + "/" + cb.Name
+	resolved := meta.FindStatusCondition(cb.Status.Conditions, cbv1beta1.ReadyForProvisioningCondition)
+	if resolved == nil && now.Sub(cb.CreationTimestamp.Time) > bufferNotObserved {
+		return 0, v1alpha1.HeadroomReasonNotObserved, fmt.Sprintf("Karpenter has not resolved %s in %s: its CapacityBuffer feature gate may be off", ref, bufferNotObserved)
+	}
+	if resolved == nil || resolved.ObservedGeneration != cb.Generation {
+		return 0, v1alpha1.HeadroomReasonProvisioning, fmt.Sprintf("waiting for Karpenter to resolve %s at generation %d", ref, cb.Generation)
+	}
+	provisioning := meta.FindStatusCondition(cb.Status.Conditions, cbv1beta1.ProvisioningCondition)
+	switch {
+	case resolved.Status != metav1.ConditionTrue:
+		return 0, v1alpha1.HeadroomReasonProvisioning, fmt.Sprintf("Karpenter's %s: %s=%s %s: %s", ref, resolved.Type, resolved.Status, resolved.Reason, resolved.Message)
+	case provisioning == nil || provisioning.ObservedGeneration != cb.Generation:
+		return 0, v1alpha1.HeadroomReasonProvisioning, fmt.Sprintf("waiting for Karpenter's provisioner to place %s", ref)
+	case provisioning.Status == metav1.ConditionTrue && ptr.Deref(cb.Status.Replicas, -1) == desired:
+		return desired, "", ""
+	}
+	return 0, v1alpha1.HeadroomReasonProvisioning, fmt.Sprintf("Karpenter's %s: %s=%s %s: %s", ref, provisioning.Type, provisioning.Status, provisioning.Reason, provisioning.Message)
 }
 
 func headroomMessage(reason string) string {
@@ -76,7 +130,9 @@ func requeueForHeadroom(result ctrl.Result, res *render.Result, wc *v1alpha1.Wor
 	if next := res.Headroom.NextChange; !next.IsZero() {
 		after = max(next.Sub(now), time.Second)
 	}
-	if spec := wc.Spec.Headroom; res.Headroom.PendingSince != nil || (spec != nil && spec.Percentage != nil) {
+	// A CapacityBuffer's status may stay as it is (NotObserved has no event to wait for).
+	waiting := wc.Status.Headroom != nil && wc.Status.Headroom.Mechanism == v1alpha1.HeadroomCapacityBuffer && wc.Status.Headroom.Ready < wc.Status.Headroom.Desired
+	if spec := wc.Spec.Headroom; waiting || res.Headroom.PendingSince != nil || (spec != nil && spec.Percentage != nil) {
 		if after == 0 || after > time.Minute {
 			after = time.Minute
 		}

@@ -8,7 +8,11 @@
 // no NodeOverlays.
 package capabilities
 
-import v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+import (
+	"strings"
+
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+)
 
 // Capabilities says which optional children a class may render and which admission
 // policies enforce what it renders.
@@ -24,10 +28,19 @@ type Capabilities struct {
 	// chart installs no namespace-default policy (the Access condition says so).
 	// Discovered by the operator, never set by a flag.
 	NoDefaultPolicies bool
-	// Headroom is the mechanism a class's spec.headroom gets (the manager's --headroom):
-	// Pods, or Off (empty counts as Off): then no headroom child is rendered, cached,
-	// written or pruned, and classes report status.headroom.reason Disabled.
+	// Headroom is the mechanism a class's spec.headroom gets (the manager's --headroom,
+	// auto resolved at start by internal/operator): CapacityBuffer, Pods, or Off (empty
+	// counts as Off): then no headroom child is rendered, cached, written or pruned, and
+	// classes report status.headroom.reason Disabled. A class may still ask for Pods; one
+	// that asks for CapacityBuffer where this is Pods falls back to Pods, reported.
 	Headroom v1alpha1.HeadroomMechanism
+	// HeadroomReason says in words why Headroom is what it is (what auto found, or the
+	// flag), for the MechanismFallback message; HeadroomWhy has the default.
+	HeadroomReason string
+	// HeadroomBuffers: the cluster serves CapacityBuffers (discovery), so the manager
+	// caches, watches and prunes the classes' CapacityBuffers and PodTemplates whichever
+	// mechanism it uses, and a switch to Pods removes what CapacityBuffer left.
+	HeadroomBuffers bool
 	// HeadroomNamespace holds the headroom children (--headroom-namespace); default
 	// v1alpha1.DefaultHeadroomNamespace.
 	HeadroomNamespace string
@@ -36,6 +49,14 @@ type Capabilities struct {
 // HeadroomOn reports whether headroom children are rendered, cached and written.
 func (c Capabilities) HeadroomOn() bool {
 	return c.Headroom != "" && c.Headroom != v1alpha1.HeadroomOff
+}
+
+// HeadroomWhy is HeadroomReason, or what the mechanism itself says.
+func (c Capabilities) HeadroomWhy() string {
+	if c.HeadroomReason != "" {
+		return c.HeadroomReason
+	}
+	return "the manager runs with --headroom=" + strings.ToLower(string(c.Headroom))
 }
 
 // HeadroomNamespaceOrDefault is HeadroomNamespace, or the default.

@@ -584,10 +584,30 @@ func TestRenderExplainHeadroomOnlyWithHeadroomPods(t *testing.T) {
 			t.Errorf("explain output has no line with %q:\n%s", want, out)
 		}
 	}
+	// The CapacityBuffer mechanism: its PodTemplate and CapacityBuffer, last, the buffer
+	// after the template it refers to.
+	code, out, stderr = run(t, "", append([]string{"render", "--headroom=capacitybuffer"}, files...)...)
+	if code != ExitOK {
+		t.Fatalf("render --headroom=capacitybuffer: exit %d: %s", code, stderr)
+	}
+	objs, err := manifest.Decode("stdout", strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(objs); n < 2 || objs[n-2].GetKind() != "PodTemplate" || objs[n-1].GetKind() != "CapacityBuffer" || deployments(out) != nil {
+		t.Fatalf("render --headroom=capacitybuffer printed:\n%s", out)
+	}
+	if replicas, _, _ := unstructured.NestedFieldNoCopy(objs[len(objs)-1].Object, "spec", "replicas"); fmt.Sprint(replicas) != "2" {
+		t.Errorf("the CapacityBuffer holds %v units, want 2", replicas)
+	}
 	for _, cmd := range []string{"render", "explain", "simulate", "diff"} {
 		code, _, stderr = run(t, "", append([]string{cmd, "--headroom=auto"}, files...)...)
-		if code != ExitUsage || !strings.Contains(stderr, `--headroom "auto": must be pods or off`) {
+		if code != ExitUsage || !strings.Contains(stderr, `--headroom auto: only the manager decides it`) {
 			t.Errorf("%s --headroom=auto: exit %d: %s", cmd, code, stderr)
+		}
+		code, _, stderr = run(t, "", append([]string{cmd, "--headroom=buffer"}, files...)...)
+		if code != ExitUsage || !strings.Contains(stderr, `--headroom "buffer": must be capacitybuffer, pods or off`) {
+			t.Errorf("%s --headroom=buffer: exit %d: %s", cmd, code, stderr)
 		}
 	}
 }
@@ -618,10 +638,12 @@ func TestSimulateAddsHeadroomUnitsUnlessNoHeadroom(t *testing.T) {
 		}
 		return on
 	}
-	on := placed("--headroom=pods", "--headroom-namespace", "warm-hr")
-	for _, unit := range []string{"warm-hr/warm-headroom-0", "warm-hr/warm-headroom-1"} {
-		if on[unit] != "warm-on-demand-amd64" {
-			t.Errorf("%s on %q, want warm-on-demand-amd64 (placed: %v)", unit, on[unit], on)
+	for _, mode := range []string{"--headroom=pods", "--headroom=capacitybuffer"} {
+		on := placed(mode, "--headroom-namespace", "warm-hr")
+		for _, unit := range []string{"warm-hr/warm-headroom-0", "warm-hr/warm-headroom-1"} {
+			if on[unit] != "warm-on-demand-amd64" {
+				t.Errorf("%s: %s on %q, want warm-on-demand-amd64 (placed: %v)", mode, unit, on[unit], on)
+			}
 		}
 	}
 	for _, extra := range [][]string{nil, {"--headroom=pods", "--no-headroom"}} {

@@ -64,7 +64,7 @@ would be written, a conflict blocks the class or a write would be refused.`,
 	c.Flags().DurationVar(&flags.signalsMaxAge, "signals-max-age", operator.DefaultSignalsMaxAge, "as the manager's --signals-max-age")
 	c.Flags().BoolVar(&flags.nodeOverlays, "node-overlays", false, "as the manager's --node-overlays")
 	c.Flags().BoolVar(&flags.accessPolicies, "access-policies", true, "as the manager's --access-policies")
-	flags.headroom.register(c.Flags(), "plan each class's placeholder Deployment, as the manager's --headroom=pods")
+	flags.headroom.register(c.Flags(), "plan each class's headroom children as the manager would")
 	return c
 }
 

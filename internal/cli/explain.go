@@ -109,7 +109,7 @@ NAME) selects a class's section.`,
 		},
 	}
 	flags.register(c, "table (default) or json")
-	flags.headroom.register(c.Flags(), "explain each class's placeholder Deployment, field by field")
+	flags.headroom.register(c.Flags(), "explain each class's headroom children, field by field")
 	c.Flags().StringVar(&object, "object", "", "only this object: KIND/NAME, or NAME for every kind with that name")
 	return c
 }

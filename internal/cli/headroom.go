@@ -10,15 +10,21 @@ import (
 )
 
 // headroomFlags are the manager's --headroom and --headroom-namespace, which the offline
-// commands take too so that they render what the manager would.
+// commands take too so that they render what the manager would. auto is the manager's
+// only: it asks the cluster (internal/operator).
 type headroomFlags struct {
 	mode, namespace string
+	manager         bool
 }
 
-// register adds both flags; what says what pods does for this command.
+// register adds both flags; what says what the mechanisms do for this command.
 func (f *headroomFlags) register(fs *pflag.FlagSet, what string) {
-	fs.StringVar(&f.mode, "headroom", "off", "how classes' spec.headroom is held: pods ("+what+") or off (none rendered; classes report Disabled); the manager's default is off. auto and capacitybuffer are not built yet")
-	fs.StringVar(&f.namespace, "headroom-namespace", v1alpha1.DefaultHeadroomNamespace, "the namespace that holds the headroom's placeholder Deployments; only the manager may write there")
+	modes := "capacitybuffer (Karpenter's CapacityBuffer and its PodTemplate), pods (placeholder pods)"
+	if f.manager {
+		modes = "auto (CapacityBuffer when the cluster serves it and a probe finds Karpenter's CapacityBuffer gate on, else pods), " + modes
+	}
+	fs.StringVar(&f.mode, "headroom", "off", "how classes' spec.headroom is held: "+modes+" or off (none rendered; classes report Disabled); "+what+". The manager's default is off: headroom needs the namespace, PriorityClass and Role the chart installs with headroom.enabled (whose default mechanism is auto)")
+	fs.StringVar(&f.namespace, "headroom-namespace", v1alpha1.DefaultHeadroomNamespace, "the namespace that holds the headroom's children (placeholder Deployments, PodTemplates, CapacityBuffers); only the manager may write there")
 }
 
 // apply sets the capabilities the flags give.
@@ -28,8 +34,18 @@ func (f *headroomFlags) apply(caps *capabilities.Capabilities) error {
 		caps.Headroom = v1alpha1.HeadroomOff
 	case "pods":
 		caps.Headroom = v1alpha1.HeadroomPods
+	case "capacitybuffer":
+		caps.Headroom = v1alpha1.HeadroomCapacityBuffer
+	case "auto":
+		if !f.manager {
+			return usageError{fmt.Errorf("--headroom auto: only the manager decides it, against the cluster; say capacitybuffer or pods")}
+		}
+		caps.Headroom = v1alpha1.HeadroomAuto
 	default:
-		return usageError{fmt.Errorf("--headroom %q: must be pods or off (auto and capacitybuffer are not built yet)", f.mode)}
+		if f.manager {
+			return usageError{fmt.Errorf("--headroom %q: must be auto, capacitybuffer, pods or off", f.mode)}
+		}
+		return usageError{fmt.Errorf("--headroom %q: must be capacitybuffer, pods or off", f.mode)}
 	}
 	caps.HeadroomNamespace = f.namespace
 	return nil

@@ -51,7 +51,8 @@ func (f *managerFlags) register(c *cobra.Command) {
 	fs.StringVar(&f.signalsConfigMap, "signals-configmap", operator.DefaultSignalsConfigMap.String(), "NAMESPACE/NAME of the ConfigMap holding the Spot Instance Advisor feed; it is watched")
 	fs.BoolVar(&f.Capabilities.NodeOverlays, "node-overlays", false, "let classes render NodeOverlays (weighting.nodeOverlays); needs Karpenter's NodeOverlay CRD and feature gate")
 	fs.BoolVar(&f.accessPolicies, "access-policies", true, "enforce spec.access and namespace default classes: write each class's AccessRule, the parameter of the admission policies the chart installs; false writes none (AccessRules written earlier stay enforced until they or their class are deleted)")
-	f.headroom.register(fs, "placeholder pods at the PriorityClass poolsmith-headroom, which the chart installs")
+	f.headroom.manager = true
+	f.headroom.register(fs, "placeholder pods run at the PriorityClass poolsmith-headroom, which the chart installs")
 	fs.DurationVar(&f.SignalsMaxAge, "signals-max-age", operator.DefaultSignalsMaxAge, "how old spot signals may be before they count as stale and the catalog is used instead")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	f.zap.BindFlags(goflags)

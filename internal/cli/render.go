@@ -125,7 +125,8 @@ func newRenderCommand() *cobra.Command {
 		Long: `Render every WorkloadClass on top of its Baseline and print the generated
 EC2NodeClasses, then NodePools, then NodeOverlays, then the AccessRules by which the
 admission policies the chart installs enforce spec.access and namespace default classes,
-then, with --headroom=pods, the placeholder Deployments of spec.headroom, sorted by name,
+then, with --headroom=pods, the placeholder Deployments of spec.headroom, or with
+--headroom=capacitybuffer its PodTemplates and then CapacityBuffers, sorted by name,
 as the controller would apply them
 (without the ownerReference only the cluster can set). Other kinds are ignored with a
 warning. Invalid input prints nothing on stdout, names the file, object and field on
@@ -142,12 +143,13 @@ stderr, and exits 1.`,
 		},
 	}
 	flags.register(c, "yaml (default) or json (a v1 List)")
-	flags.headroom.register(c.Flags(), "print each class's placeholder Deployment")
+	flags.headroom.register(c.Flags(), "print each class's headroom children")
 	return c
 }
 
 // sortedObjects are every rendered object: EC2NodeClasses, then NodePools, then
-// NodeOverlays, then the AccessRules, then the headroom Deployments, each by name.
+// NodeOverlays, then the AccessRules, then the headroom Deployments, PodTemplates and
+// CapacityBuffers (each after the template it refers to), each by name.
 func sortedObjects(results []*render.Result) ([]map[string]any, error) {
 	var docs []map[string]any
 	for _, r := range results {
@@ -157,7 +159,7 @@ func sortedObjects(results []*render.Result) ([]map[string]any, error) {
 		}
 		docs = append(docs, objs...)
 	}
-	rank := map[string]int{"EC2NodeClass": 0, "NodePool": 1, "NodeOverlay": 2, render.KindAccessRule: 3, "Deployment": 4}
+	rank := map[string]int{"EC2NodeClass": 0, "NodePool": 1, "NodeOverlay": 2, render.KindAccessRule: 3, "Deployment": 4, "PodTemplate": 5, "CapacityBuffer": 6}
 	sort.SliceStable(docs, func(i, j int) bool {
 		ki, kj := rank[docs[i]["kind"].(string)], rank[docs[j]["kind"].(string)]
 		if ki != kj {

@@ -11,7 +11,12 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	cbv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/poolsmith/poolsmith/internal/manifest"
@@ -126,15 +131,31 @@ nodes and their price; --no-headroom leaves them out.`,
 	return c
 }
 
-// headroomWorkloads are the classes' placeholder Deployments, as workloads of the input.
+// headroomWorkloads are the classes' headroom units as workloads of the input: the
+// placeholder Deployment as it is, and a CapacityBuffer's virtual pods as a Deployment of
+// its PodTemplate at the buffer's replicas (Karpenter makes no pod of them, but schedules
+// them alike).
 func headroomWorkloads(results []*render.Result) ([]manifest.Object, error) {
 	var out []manifest.Object
 	for _, r := range results {
 		if r.Headroom == nil {
 			continue
 		}
-		for _, d := range r.Headroom.Objects {
-			doc, err := render.CleanJSON(d)
+		for _, obj := range r.Headroom.Objects {
+			source := "--headroom=pods"
+			switch o := obj.(type) {
+			case *cbv1beta1.CapacityBuffer:
+				continue
+			case *corev1.PodTemplate:
+				source = "--headroom=capacitybuffer"
+				obj = &appsv1.Deployment{
+					TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+					ObjectMeta: o.ObjectMeta,
+					Spec: appsv1.DeploymentSpec{Replicas: ptr.To(r.Headroom.Desired), Template: o.Template,
+						Selector: &metav1.LabelSelector{MatchLabels: o.Template.Labels}},
+				}
+			}
+			doc, err := render.CleanJSON(obj)
 			if err != nil {
 				return nil, err
 			}
@@ -142,7 +163,7 @@ func headroomWorkloads(results []*render.Result) ([]manifest.Object, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, manifest.Object{Source: "--headroom=pods", Index: len(out) + 1, Raw: raw, Unstructured: &unstructured.Unstructured{Object: doc}})
+			out = append(out, manifest.Object{Source: source, Index: len(out) + 1, Raw: raw, Unstructured: &unstructured.Unstructured{Object: doc}})
 		}
 	}
 	return out, nil

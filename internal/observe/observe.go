@@ -15,11 +15,13 @@ import (
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	cbv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
@@ -83,17 +85,8 @@ func (c Cluster) Children(ctx context.Context, wc *v1alpha1.WorkloadClass) (plan
 	case err != nil && !apierrors.IsNotFound(err):
 		return live, fmt.Errorf("getting EC2NodeClass %s: %w", wc.Name, err)
 	}
-	live.Headroom = map[string]*appsv1.Deployment{}
-	if c.Capabilities.HeadroomOn() {
-		deployments := &appsv1.DeploymentList{}
-		if err := c.Cached.List(ctx, deployments, owned, client.InNamespace(c.Capabilities.HeadroomNamespaceOrDefault())); err != nil {
-			return live, fmt.Errorf("listing headroom Deployments of WorkloadClass %s: %w", wc.Name, err)
-		}
-		live.Headroom = controlledBy(deployments.Items, wc)
-		for _, d := range live.Headroom {
-			// As the AccessRule below: the validator needs the kind.
-			d.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind(plan.KindDeployment))
-		}
+	if live.Headroom, err = c.headroomChildren(ctx, wc, owned); err != nil {
+		return live, err
 	}
 	live.Policies = map[string]client.Object{}
 	if !c.Capabilities.AccessRules() {
@@ -141,6 +134,72 @@ func ServesMutatingPolicies(mapper meta.RESTMapper) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("discovering MutatingAdmissionPolicy support: %w", err)
+}
+
+// headroomChildren are the class's headroom children in the headroom namespace, by
+// KIND/NAME: its placeholder Deployments and, where the cluster serves CapacityBuffers,
+// its PodTemplates and CapacityBuffers, whichever mechanism the manager uses now, so that
+// a switch of mechanism prunes what the other left. None with --headroom=off (nothing is
+// cached then).
+func (c Cluster) headroomChildren(ctx context.Context, wc *v1alpha1.WorkloadClass, owned client.MatchingLabels) (map[string]client.Object, error) {
+	out := map[string]client.Object{}
+	if !c.Capabilities.HeadroomOn() {
+		return out, nil
+	}
+	in := client.InNamespace(c.Capabilities.HeadroomNamespaceOrDefault())
+	deployments := &appsv1.DeploymentList{}
+	if err := c.Cached.List(ctx, deployments, owned, in); err != nil {
+		return nil, fmt.Errorf("listing headroom Deployments of WorkloadClass %s: %w", wc.Name, err)
+	}
+	// As the AccessRule below: the validator needs the kind.
+	keyed(out, controlledBy(deployments.Items, wc), appsv1.SchemeGroupVersion.WithKind(plan.KindDeployment))
+	if !c.Capabilities.HeadroomBuffers {
+		return out, nil
+	}
+	templates := &corev1.PodTemplateList{}
+	if err := c.Cached.List(ctx, templates, owned, in); err != nil {
+		return nil, fmt.Errorf("listing headroom PodTemplates of WorkloadClass %s: %w", wc.Name, err)
+	}
+	keyed(out, controlledBy(templates.Items, wc), corev1.SchemeGroupVersion.WithKind(plan.KindPodTemplate))
+	buffers := &cbv1beta1.CapacityBufferList{}
+	if err := c.Cached.List(ctx, buffers, owned, in); err != nil {
+		return nil, fmt.Errorf("listing headroom CapacityBuffers of WorkloadClass %s: %w", wc.Name, err)
+	}
+	keyed(out, controlledBy(buffers.Items, wc), render.CapacityBufferGVK)
+	return out, nil
+}
+
+// keyed adds objs to out by KIND/NAME, each with its apiVersion and kind set.
+func keyed[PT client.Object](out map[string]client.Object, objs map[string]PT, gvk schema.GroupVersionKind) {
+	for _, o := range objs {
+		o.GetObjectKind().SetGroupVersionKind(gvk)
+		out[plan.HeadroomRef(o)] = o
+	}
+}
+
+// emptyHeadroom is an empty object of a headroom child's kind, to read one into.
+func emptyHeadroom(obj client.Object) client.Object {
+	switch obj.(type) {
+	case *corev1.PodTemplate:
+		return &corev1.PodTemplate{}
+	case *cbv1beta1.CapacityBuffer:
+		return &cbv1beta1.CapacityBuffer{}
+	}
+	return &appsv1.Deployment{}
+}
+
+// ServesCapacityBuffers reports whether the API server serves Karpenter's
+// autoscaling.x-k8s.io/v1beta1 CapacityBuffer. The CRD comes with Karpenter whether or
+// not its CapacityBuffer feature gate is on, so this says nothing about the gate.
+func ServesCapacityBuffers(mapper meta.RESTMapper) (bool, error) {
+	_, err := mapper.RESTMapping(render.CapacityBufferGVK.GroupKind(), render.CapacityBufferGVK.Version)
+	switch {
+	case err == nil:
+		return true, nil
+	case meta.IsNoMatchError(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("discovering CapacityBuffer support: %w", err)
 }
 
 // controlledBy keeps, by name, the listed objects whose controller is owner.
@@ -195,11 +254,11 @@ func (c Cluster) lookup(ctx context.Context, wc *v1alpha1.WorkloadClass, res *re
 		}
 	}
 	if res.Headroom != nil {
-		for _, d := range res.Headroom.Objects {
-			if _, ok := live.Headroom[d.Name]; !ok {
-				if err := check(d, &appsv1.Deployment{}, func(o client.Object) {
-					o.GetObjectKind().SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind(plan.KindDeployment))
-					live.Headroom[o.GetName()] = o.(*appsv1.Deployment)
+		for _, obj := range res.Headroom.Objects {
+			if _, ok := live.Headroom[plan.HeadroomRef(obj)]; !ok {
+				if err := check(obj, emptyHeadroom(obj), func(o client.Object) {
+					o.GetObjectKind().SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+					live.Headroom[plan.HeadroomRef(o)] = o
 				}); err != nil {
 					return nil, err
 				}

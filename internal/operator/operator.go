@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	cbv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
@@ -73,9 +74,13 @@ type Options struct {
 	// does not watch (default 30s) and the least time between two writes of a class's
 	// status.cost (default 15s), for tests; zero keeps the defaults.
 	RebalanceRecheck, CostMinWrite time.Duration
-	// Capabilities are the switches the flags set (NodeOverlays, NoAccessPolicies); New
-	// adds what discovery finds (NoDefaultPolicies) and passes the one value down.
+	// Capabilities are the switches the flags set (NodeOverlays, NoAccessPolicies,
+	// Headroom); New adds what discovery finds (NoDefaultPolicies, HeadroomBuffers),
+	// resolves Headroom auto (ResolveHeadroom) and passes the one value down.
 	Capabilities capabilities.Capabilities
+	// HeadroomProbeTimeout bounds --headroom=auto's probe; DefaultHeadroomProbeTimeout
+	// when zero.
+	HeadroomProbeTimeout time.Duration
 }
 
 // Defaults for Options.
@@ -126,12 +131,24 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		},
 	}
 	caps := opts.Capabilities
+	if opts.HeadroomProbeTimeout == 0 {
+		opts.HeadroomProbeTimeout = DefaultHeadroomProbeTimeout
+	}
+	if err := ResolveHeadroom(ctx, cfg, &caps, opts.HeadroomProbeTimeout); err != nil {
+		return nil, err
+	}
 	if caps.NodeOverlays {
 		byObject[&karpv1alpha1.NodeOverlay{}] = cache.ByObject{Label: managed}
 	}
 	if caps.HeadroomOn() {
 		// Only Poolsmith's placeholder Deployments, in the headroom namespace.
-		byObject[&appsv1.Deployment{}] = cache.ByObject{Label: managed, Namespaces: map[string]cache.Config{caps.HeadroomNamespaceOrDefault(): {}}}
+		inHeadroom := cache.ByObject{Label: managed, Namespaces: map[string]cache.Config{caps.HeadroomNamespaceOrDefault(): {}}}
+		byObject[&appsv1.Deployment{}] = inHeadroom
+		if caps.HeadroomBuffers {
+			// And their CapacityBuffers and PodTemplates, whichever the mechanism.
+			byObject[&corev1.PodTemplate{}] = inHeadroom
+			byObject[&cbv1beta1.CapacityBuffer{}] = inHeadroom
+		}
 	}
 	caps.NoDefaultPolicies = true
 	if caps.AccessRules() {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	cbv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	karpv1alpha1 "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
@@ -62,6 +63,10 @@ const (
 	KindNodeOverlay = "NodeOverlay"
 	// KindDeployment is the headroom's placeholder Deployment, in the headroom namespace.
 	KindDeployment = "Deployment"
+	// KindPodTemplate and KindCapacityBuffer are the headroom's CapacityBuffer mechanism,
+	// in the headroom namespace.
+	KindPodTemplate    = "PodTemplate"
+	KindCapacityBuffer = "CapacityBuffer"
 	// KindAccessRule is the parameter of the chart's access and default policies.
 	KindAccessRule = render.KindAccessRule
 )
@@ -269,8 +274,9 @@ type Children struct {
 	NodeOverlays map[string]*karpv1alpha1.NodeOverlay
 	// Policies hold the class's AccessRule, by KIND/NAME.
 	Policies map[string]client.Object
-	// Headroom holds the class's placeholder Deployments in the headroom namespace, by name.
-	Headroom map[string]*appsv1.Deployment
+	// Headroom holds the class's headroom children in the headroom namespace (the
+	// placeholder Deployment, the PodTemplate and the CapacityBuffer), by KIND/NAME.
+	Headroom map[string]client.Object
 	// NodeClaims are the class's NodeClaims by the NodePool that launched them
 	// (karpenter.sh/nodepool). A retired rung is deleted only when it has none: Karpenter
 	// refreshes a NodePool's status.nodes only every few seconds, so a NodeClaim launched
@@ -288,14 +294,18 @@ func (c Children) PolicyObjects() []client.Object {
 	return objs
 }
 
-// HeadroomObjects are the class's headroom children by name.
+// HeadroomObjects are the class's headroom children by KIND/NAME: a CapacityBuffer before
+// its PodTemplate, so that a deletion in this order never leaves a buffer without one.
 func (c Children) HeadroomObjects() []client.Object {
 	var objs []client.Object
-	for _, n := range slices.Sorted(maps.Keys(c.Headroom)) {
-		objs = append(objs, c.Headroom[n])
+	for _, ref := range slices.Sorted(maps.Keys(c.Headroom)) {
+		objs = append(objs, c.Headroom[ref])
 	}
 	return objs
 }
+
+// HeadroomRef is the key of a headroom child in Children.Headroom.
+func HeadroomRef(obj client.Object) string { return KindOf(obj) + "/" + obj.GetName() }
 
 // Usage is what each NodePool uses now (status.resources), for splitting the class limit.
 func (c Children) Usage() map[string]corev1.ResourceList {
@@ -414,13 +424,13 @@ func Compute(in Input, schema Schema) (*Plan, error) {
 		}
 	}
 	if res.Headroom != nil {
-		for _, d := range res.Headroom.Objects {
+		for _, obj := range res.Headroom.Objects {
 			var live client.Object
-			if l, ok := in.Live.Headroom[d.Name]; ok {
+			if l, ok := in.Live.Headroom[HeadroomRef(obj)]; ok {
 				live = l
 			}
-			// Placeholder pods are not part of any NodePool's hash: no drift.
-			if err := add(KindDeployment, d, live, func(client.Object, client.Object) diff.Drift { return diff.NoDrift }); err != nil {
+			// Headroom is not part of any NodePool's hash: no drift.
+			if err := add(KindOf(obj), obj, live, func(client.Object, client.Object) diff.Drift { return diff.NoDrift }); err != nil {
 				return nil, err
 			}
 		}
@@ -472,7 +482,8 @@ func childStep(in Input, schema Schema, kind string, want, live, foreign client.
 	}
 	step.Live, step.LiveObject = liveDoc, live
 	step.Changes = diff.Changes(wantDoc, liveDoc)
-	step.Removed = prefixed("spec", diff.Removed(mapAt(wantDoc, "spec"), mapAt(liveDoc, "spec")))
+	content := body(wantDoc)
+	step.Removed = prefixed(content, diff.Removed(mapAt(wantDoc, content), mapAt(liveDoc, content)))
 	_, retired := live.GetAnnotations()[v1alpha1.AnnotationRetired]
 	if retired {
 		step.Removed = append(step.Removed, diff.Change{Path: "metadata.annotations." + v1alpha1.AnnotationRetired, Live: `"true"`})
@@ -493,12 +504,20 @@ func childStep(in Input, schema Schema, kind string, want, live, foreign client.
 	return step, nil
 }
 
-// replaceSpec is the live object with the rendered spec, the rendered labels and
+// body is the field that holds a child's content: spec, or a PodTemplate's template.
+func body(doc map[string]any) string {
+	if doc["kind"] == KindPodTemplate {
+		return "template"
+	}
+	return "spec"
+}
+
+// replaceSpec is the live object with the rendered spec (body), the rendered labels and
 // annotations over the live ones, the class's owner reference, and no retirement mark.
 // Everything else Karpenter keeps in metadata (hash annotations, finalizers) stays.
 func replaceSpec(live, want map[string]any) map[string]any {
 	out := copyMap(live)
-	out["spec"] = want["spec"]
+	out[body(want)] = want[body(want)]
 	// A typed object read straight from the API server carries no apiVersion and kind.
 	out["apiVersion"], out["kind"] = want["apiVersion"], want["kind"]
 	md := mapAt(out, "metadata")
@@ -547,13 +566,13 @@ func pruneSteps(in Input) ([]Step, error) {
 	// policy (Karpenter consolidates the nodes it kept warm).
 	wantedHeadroom := map[string]bool{}
 	if in.Result.Headroom != nil {
-		for _, d := range in.Result.Headroom.Objects {
-			wantedHeadroom[d.Name] = true
+		for _, obj := range in.Result.Headroom.Objects {
+			wantedHeadroom[HeadroomRef(obj)] = true
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(in.Live.Headroom)) {
-		if d := in.Live.Headroom[name]; !wantedHeadroom[name] && d.DeletionTimestamp.IsZero() {
-			steps = append(steps, Step{Action: Delete, Kind: KindDeployment, Name: name, LiveObject: d})
+	for _, ref := range slices.Sorted(maps.Keys(in.Live.Headroom)) {
+		if obj := in.Live.Headroom[ref]; !wantedHeadroom[ref] && obj.GetDeletionTimestamp().IsZero() {
+			steps = append(steps, Step{Action: Delete, Kind: KindOf(obj), Name: obj.GetName(), LiveObject: obj})
 		}
 	}
 	desired := map[string]bool{}
@@ -675,6 +694,10 @@ func KindOf(obj client.Object) string {
 		return KindAccessRule
 	case *appsv1.Deployment:
 		return KindDeployment
+	case *corev1.PodTemplate:
+		return KindPodTemplate
+	case *cbv1beta1.CapacityBuffer:
+		return KindCapacityBuffer
 	}
 	return obj.GetObjectKind().GroupVersionKind().Kind
 }

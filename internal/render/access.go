@@ -188,8 +188,8 @@ const (
 
 // HeadroomWriters is where the manager writes its headroom placeholders and who it is
 // there: the access and defaults policies skip, in that namespace only, the manager's
-// Deployments and the ReplicaSets and Pods the Deployment and ReplicaSet controllers make
-// of them. Anyone else writing there is judged as anywhere else. CEL cannot read the
+// Deployments and PodTemplates and the ReplicaSets and Pods the Deployment and ReplicaSet
+// controllers make of the Deployments. Anyone else writing there is judged as anywhere else. CEL cannot read the
 // manager's flags, so both are written into the policies: the chart from its values
 // (headroom.namespace, its service account), config/policies from DefaultHeadroomWriters.
 type HeadroomWriters struct {
@@ -214,12 +214,14 @@ type exemptWriter struct{ user, kind, namespace string }
 // (they run on every node by design, and their DaemonSet's template was judged when it was
 // written), and in the headroom namespace the chain that makes placeholders: the manager's
 // Deployments, the Deployment controller's ReplicaSets of them, the ReplicaSet
-// controller's pods. A controller copies only a template written before it, and in the
+// controller's pods, and the manager's PodTemplates (the CapacityBuffer's unit, of which
+// only Karpenter's virtual pods are made, in memory). A controller copies only a template written before it, and in the
 // headroom namespace only the manager's go unjudged.
 func exemptWriters(h HeadroomWriters) []exemptWriter {
 	return []exemptWriter{
 		{DaemonSetController, "Pod", ""},
 		{h.Manager, "Deployment", h.Namespace},
+		{h.Manager, "PodTemplate", h.Namespace},
 		{DeploymentController, "ReplicaSet", h.Namespace},
 		{ReplicaSetController, "Pod", h.Namespace},
 	}

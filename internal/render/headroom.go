@@ -9,9 +9,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	cbv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/capabilities"
 	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/headroom"
 )
@@ -43,21 +47,27 @@ type Headroom struct {
 	Shape     corev1.ResourceList
 	ShapeFrom string
 	// Desired is the unit count rendered; Asked the count the size asks for before the
-	// caps; Reason why Desired is not Asked, or why nothing is held.
-	Desired, Asked int32
-	Reason         string
+	// caps; Reason why Desired is not Asked, or why nothing is held; Message, when set,
+	// says why in words (MechanismFallback: why the manager holds no CapacityBuffer).
+	Desired, Asked  int32
+	Reason, Message string
 	// Schedule is the resolved spec.headroom.schedule.
 	Schedule headroom.Schedule
 	// Window and NextChange describe the schedule; PendingSince is the shrink timer.
 	Window       string
 	NextChange   time.Time
 	PendingSince *time.Time
-	// Objects are the children, in the headroom namespace.
-	Objects []*appsv1.Deployment
+	// Objects are the children, in the headroom namespace: the placeholder Deployment
+	// (Pods), or the PodTemplate and the CapacityBuffer that refers to it (CapacityBuffer).
+	Objects []client.Object
 }
 
-// HeadroomName is the name of a class's headroom Deployment.
+// HeadroomName is the name of a class's headroom children: the Deployment, the
+// PodTemplate and the CapacityBuffer (three kinds, so one name serves).
 func HeadroomName(class string) string { return class + "-headroom" }
+
+// CapacityBufferGVK is Karpenter's CapacityBuffer as v1.15.0 serves it.
+var CapacityBufferGVK = schema.GroupVersionKind{Group: cbv1beta1.Group, Version: "v1beta1", Kind: "CapacityBuffer"}
 
 // headroomSpec resolves spec.headroom: the size (replicas and percentage) as one group
 // from the class, else the Baseline; the shape as one group (class < Baseline < weighting's
@@ -124,19 +134,11 @@ func (r *renderer) headroom(t *template, rungs []Rung, add func(path, value stri
 	ho := r.opts.Headroom
 	// Everything is resolved and judged whatever the manager's mode, so the manager and
 	// the CLI refuse the same specs; only the children depend on it.
-	h := &Headroom{Mechanism: v1alpha1.HeadroomPods}
-	off := !r.opts.Capabilities.HeadroomOn()
-	switch {
-	case off:
-		h.Mechanism, h.Reason = v1alpha1.HeadroomOff, v1alpha1.HeadroomReasonDisabled
-		add("headroom.mechanism", string(v1alpha1.HeadroomOff), OriginComputed("--headroom=off"))
-	case spec.Mechanism == v1alpha1.HeadroomCapacityBuffer || r.opts.Capabilities.Headroom == v1alpha1.HeadroomCapacityBuffer:
-		// Only placeholder pods are built so far: CapacityBuffer falls back to them, reported.
-		h.Reason = v1alpha1.HeadroomReasonMechanismFallback
-		add("headroom.mechanism", string(h.Mechanism), OriginComputed("CapacityBuffer not built; placeholder pods"))
-	default:
-		add("headroom.mechanism", string(h.Mechanism), origins["mechanism"])
-	}
+	h := &Headroom{}
+	var mechanismFrom Origin
+	h.Mechanism, mechanismFrom, h.Reason, h.Message = headroomMechanism(spec.Mechanism, origins["mechanism"], r.opts.Capabilities)
+	off := h.Mechanism == v1alpha1.HeadroomOff
+	add("headroom.mechanism", string(h.Mechanism), mechanismFrom)
 
 	rung, ok := selectRung(rungs, spec.Rung)
 	if !ok {
@@ -208,7 +210,7 @@ func (r *renderer) headroom(t *template, rungs []Rung, add func(path, value stri
 		h.Desired = 0
 	}
 	if size.Reason != "" && !off {
-		h.Reason = size.Reason
+		h.Reason, h.Message = size.Reason, ""
 	}
 	add("spec.headroom.replicas", fmt.Sprint(in.Replicas), origins["size"])
 	if in.Percentage > 0 {
@@ -219,10 +221,57 @@ func (r *renderer) headroom(t *template, rungs []Rung, add func(path, value stri
 	}
 	add("headroom.desired", fmt.Sprint(h.Desired), OriginComputed(fmt.Sprintf("headroom-size (replicas %d, %d %% of %.2f units requested, %s)", in.Replicas, in.Percentage, headroom.UsageUnits(in.Usage, h.Shape), h.Window)))
 
-	if !off {
-		h.Objects = []*appsv1.Deployment{r.headroomDeployment(t, h, ho)}
+	switch h.Mechanism {
+	case v1alpha1.HeadroomPods:
+		h.Objects = []client.Object{r.headroomDeployment(t, h, ho)}
+	case v1alpha1.HeadroomCapacityBuffer:
+		h.Objects = []client.Object{r.headroomPodTemplate(t, h, ho), r.headroomBuffer(h, spec.Limits)}
 	}
 	return h
+}
+
+// origins are where a headroom child's fields come from, for explain.
+func (h *Headroom) origins(kind string) origins {
+	o := origins{}
+	o.set("", OriginComputed("headroom"))
+	o.set("metadata", OriginComputed("class"))
+	pod := "spec.template."
+	switch kind {
+	case "PodTemplate":
+		pod = "template."
+	case CapacityBufferGVK.Kind:
+		o.set("spec.replicas", OriginComputed("headroom-size"))
+		o.set("spec.limits", OriginComputed("spec.headroom.limits"))
+		return o
+	}
+	o.set("spec.replicas", OriginComputed("headroom-size"))
+	o.set(pod+"spec.nodeSelector", OriginComputed("headroom rung "+h.Rung))
+	o.set(pod+"spec.tolerations", OriginComputed("the class's taints"))
+	o.set(pod+"spec.containers[pause].resources", Origin(h.ShapeFrom))
+	return o
+}
+
+// headroomMechanism is what holds a class's headroom, where that choice comes from, and
+// the status reason and message it gives: nothing with --headroom=off; placeholder pods
+// when the class asks for them; otherwise the manager's mechanism (--headroom, auto
+// resolved at start). A class that asks for CapacityBuffer where the manager holds none
+// gets placeholder pods, reported as MechanismFallback with the manager's reason.
+func headroomMechanism(asked v1alpha1.HeadroomMechanism, askedFrom Origin, caps capabilities.Capabilities) (m v1alpha1.HeadroomMechanism, from Origin, reason, message string) {
+	manager := OriginComputed("--headroom=" + strings.ToLower(string(caps.Headroom)))
+	switch {
+	case !caps.HeadroomOn():
+		return v1alpha1.HeadroomOff, OriginComputed("--headroom=off"), v1alpha1.HeadroomReasonDisabled, ""
+	case asked == v1alpha1.HeadroomPods:
+		return v1alpha1.HeadroomPods, askedFrom, "", ""
+	case caps.Headroom == v1alpha1.HeadroomCapacityBuffer && asked == v1alpha1.HeadroomCapacityBuffer:
+		return v1alpha1.HeadroomCapacityBuffer, askedFrom, "", ""
+	case caps.Headroom == v1alpha1.HeadroomCapacityBuffer:
+		return v1alpha1.HeadroomCapacityBuffer, manager, "", ""
+	case asked == v1alpha1.HeadroomCapacityBuffer:
+		return v1alpha1.HeadroomPods, OriginComputed("CapacityBuffer unavailable"), v1alpha1.HeadroomReasonMechanismFallback,
+			fmt.Sprintf("spec.headroom.mechanism asks for CapacityBuffer, but the manager holds none (%s): placeholder pods hold the headroom", caps.HeadroomWhy())
+	}
+	return v1alpha1.HeadroomPods, manager, "", ""
 }
 
 func originOr(o, fallback Origin) Origin {
@@ -318,20 +367,19 @@ func (r *renderer) classRoom() corev1.ResourceList {
 	return corev1.ResourceList(r.splitLimits("", classLimits))
 }
 
-// headroomDeployment is the placeholder Deployment: pause pods at the negative priority of
-// the chart's PriorityClass, pinned to the rung, tolerating the class's taints by key,
-// value and effect (never a blanket toleration), under the restricted Pod Security profile.
-// Every field the API server would default is rendered, so that the plan compares like
-// with like (a built-in kind has no CRD schema to default it in-process).
-func (r *renderer) headroomDeployment(t *template, h *Headroom, ho HeadroomOptions) *appsv1.Deployment {
-	ns := r.opts.Capabilities.HeadroomNamespaceOrDefault()
+// headroomPod is the pod every headroom unit is: pause, requesting one unit (GPUs and
+// extended resources as requests and limits alike), pinned to the rung, tolerating the
+// class's taints by key, value and effect (never a blanket toleration), under the
+// restricted Pod Security profile, with no service-account token. Every field the API
+// server would default is rendered, so that the plan compares like with like (a
+// built-in kind has no CRD schema to default it in-process). The Deployment adds the
+// PriorityClass; the PodTemplate's virtual pods need none (Karpenter gives them the
+// lowest priority itself).
+func (r *renderer) headroomPod(t *template, h *Headroom, ho HeadroomOptions) corev1.PodTemplateSpec {
 	image := ho.Image
 	if image == "" {
 		image = DefaultHeadroomImage
 	}
-	labels := r.ownerLabels()
-	labels[v1alpha1.LabelHeadroom] = r.class.Name
-	podLabels := map[string]string{v1alpha1.LabelHeadroom: r.class.Name}
 	var tolerations []corev1.Toleration
 	for _, taint := range t.taints {
 		if taint.Effect == corev1.TaintEffectPreferNoSchedule {
@@ -350,46 +398,89 @@ func (r *renderer) headroomDeployment(t *template, h *Headroom, ho HeadroomOptio
 			limits[name] = q.DeepCopy()
 		}
 	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.LabelHeadroom: r.class.Name}},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyAlways,
+			DNSPolicy:                     corev1.DNSClusterFirst,
+			SchedulerName:                 corev1.DefaultSchedulerName,
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+			AutomountServiceAccountToken:  ptr.To(false),
+			EnableServiceLinks:            ptr.To(false),
+			NodeSelector:                  map[string]string{"karpenter.sh/nodepool": h.Rung},
+			Tolerations:                   tolerations,
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65535),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name:                     "pause",
+				Image:                    image,
+				ImagePullPolicy:          corev1.PullIfNotPresent,
+				TerminationMessagePath:   corev1.TerminationMessagePathDefault,
+				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+				Resources:                corev1.ResourceRequirements{Requests: requests, Limits: limits},
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+			}},
+		},
+	}
+}
+
+// headroomMeta is a headroom child's metadata: in the headroom namespace, labelled as the
+// class's and with the class's name in poolsmith.dev/headroom.
+func (r *renderer) headroomMeta() metav1.ObjectMeta {
+	labels := r.ownerLabels()
+	labels[v1alpha1.LabelHeadroom] = r.class.Name
+	return metav1.ObjectMeta{Name: HeadroomName(r.class.Name), Namespace: r.opts.Capabilities.HeadroomNamespaceOrDefault(), Labels: labels}
+}
+
+// headroomDeployment is the placeholder Deployment (Pods): headroomPod at the negative
+// priority of the chart's PriorityClass, replicas the sized count.
+func (r *renderer) headroomDeployment(t *template, h *Headroom, ho HeadroomOptions) *appsv1.Deployment {
+	pod := r.headroomPod(t, h, ho)
+	pod.Spec.PriorityClassName = v1alpha1.HeadroomPriorityClass
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: metav1.ObjectMeta{Name: HeadroomName(r.class.Name), Namespace: ns, Labels: labels},
+		ObjectMeta: r.headroomMeta(),
 		Spec: appsv1.DeploymentSpec{
 			Replicas:                ptr.To(h.Desired),
 			RevisionHistoryLimit:    ptr.To[int32](10),
 			ProgressDeadlineSeconds: ptr.To[int32](600),
-			Selector:                &metav1.LabelSelector{MatchLabels: podLabels},
+			Selector:                &metav1.LabelSelector{MatchLabels: pod.Labels},
 			// A shape change must not hold old and new units at once.
 			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
-				Spec: corev1.PodSpec{
-					PriorityClassName:             v1alpha1.HeadroomPriorityClass,
-					RestartPolicy:                 corev1.RestartPolicyAlways,
-					DNSPolicy:                     corev1.DNSClusterFirst,
-					SchedulerName:                 corev1.DefaultSchedulerName,
-					TerminationGracePeriodSeconds: ptr.To[int64](0),
-					AutomountServiceAccountToken:  ptr.To(false),
-					EnableServiceLinks:            ptr.To(false),
-					NodeSelector:                  map[string]string{"karpenter.sh/nodepool": h.Rung},
-					Tolerations:                   tolerations,
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65535),
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
-					Containers: []corev1.Container{{
-						Name:                     "pause",
-						Image:                    image,
-						ImagePullPolicy:          corev1.PullIfNotPresent,
-						TerminationMessagePath:   corev1.TerminationMessagePathDefault,
-						TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-						Resources:                corev1.ResourceRequirements{Requests: requests, Limits: limits},
-						SecurityContext: &corev1.SecurityContext{
-							AllowPrivilegeEscalation: ptr.To(false),
-							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-						},
-					}},
-				},
-			},
+			Template: pod,
+		},
+	}
+}
+
+// headroomPodTemplate is the CapacityBuffer's unit: headroomPod as a PodTemplate, which
+// Karpenter reads to build the buffer's virtual pods (no pod is ever made of it).
+func (r *renderer) headroomPodTemplate(t *template, h *Headroom, ho HeadroomOptions) *corev1.PodTemplate {
+	return &corev1.PodTemplate{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PodTemplate"},
+		ObjectMeta: r.headroomMeta(),
+		Template:   r.headroomPod(t, h, ho),
+	}
+}
+
+// headroomBuffer is Karpenter's CapacityBuffer of the class's PodTemplate: replicas the
+// count Poolsmith sized (never percentage, which Karpenter applies only to a scalableRef),
+// limits the resolved spec.headroom.limits, which the count already respects, so
+// Karpenter's min() of the two is the count. provisioningStrategy is rendered as the CRD
+// defaults it, so the plan compares like with like.
+func (r *renderer) headroomBuffer(h *Headroom, limits corev1.ResourceList) *cbv1beta1.CapacityBuffer {
+	return &cbv1beta1.CapacityBuffer{
+		TypeMeta:   metav1.TypeMeta{APIVersion: CapacityBufferGVK.GroupVersion().String(), Kind: CapacityBufferGVK.Kind},
+		ObjectMeta: r.headroomMeta(),
+		Spec: cbv1beta1.CapacityBufferSpec{
+			ProvisioningStrategy: ptr.To(cbv1beta1.ActiveProvisioningStrategy),
+			PodTemplateRef:       &cbv1beta1.LocalObjectRef{Name: HeadroomName(r.class.Name)},
+			Replicas:             ptr.To(h.Desired),
+			Limits:               cbv1beta1.Limits(limits.DeepCopy()),
 		},
 	}
 }

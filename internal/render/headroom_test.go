@@ -5,10 +5,13 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	cbv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
+	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/render"
@@ -46,7 +49,10 @@ func TestHeadroomPlaceholderDeployment(t *testing.T) {
 	if h == nil || len(h.Objects) != 1 {
 		t.Fatalf("headroom %+v", h)
 	}
-	d := h.Objects[0]
+	d, ok := h.Objects[0].(*appsv1.Deployment)
+	if !ok {
+		t.Fatalf("object %T, want a Deployment", h.Objects[0])
+	}
 	if d.Namespace != v1alpha1.DefaultHeadroomNamespace || d.Name != "ci-headroom" || *d.Spec.Replicas != 2 {
 		t.Errorf("deployment %s/%s replicas %d", d.Namespace, d.Name, *d.Spec.Replicas)
 	}
@@ -77,15 +83,19 @@ func TestHeadroomPlaceholderDeployment(t *testing.T) {
 	if d.Labels[v1alpha1.LabelClass] != "ci" || d.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue {
 		t.Errorf("labels %v", d.Labels)
 	}
-	var sawReplicas bool
-	for _, f := range res.Provenance {
-		if f.Object == "Deployment/poolsmith-headroom/ci-headroom" && f.Path == "spec.replicas" {
-			sawReplicas = strings.HasPrefix(string(f.Origin), "computed:headroom-size")
-		}
-	}
-	if !sawReplicas {
+	if !hasOrigin(res, "Deployment/poolsmith-headroom/ci-headroom", "spec.replicas", "computed:headroom-size") {
 		t.Error("explain has no origin for the Deployment's replicas")
 	}
+}
+
+// hasOrigin reports whether explain traces path of object to an origin starting with prefix.
+func hasOrigin(res *render.Result, object, path, prefix string) bool {
+	for _, f := range res.Provenance {
+		if f.Object == object && f.Path == path {
+			return strings.HasPrefix(string(f.Origin), prefix)
+		}
+	}
+	return false
 }
 
 func TestHeadroomResolution(t *testing.T) {
@@ -100,6 +110,10 @@ func TestHeadroomResolution(t *testing.T) {
 		none     bool
 		reason   string
 		shapeSrc string
+		// manager is the manager's mechanism (Pods when empty); mechanism and kinds, when
+		// set, what the class gets.
+		manager, mechanism v1alpha1.HeadroomMechanism
+		kinds              string
 	}{
 		{name: "no headroom anywhere", ho: podsHeadroom, none: true},
 		{name: "a Baseline default", base: &v1alpha1.Headroom{Replicas: ptr.To[int32](3), PodShape: unit}, ho: podsHeadroom, desired: 3, shapeSrc: "baseline"},
@@ -123,7 +137,16 @@ func TestHeadroomResolution(t *testing.T) {
 			desired: 4, reason: v1alpha1.HeadroomReasonCappedByClassLimits},
 		{name: "--headroom=off renders none", class: &v1alpha1.Headroom{Replicas: ptr.To[int32](2), PodShape: unit}, ho: render.HeadroomOptions{}, desired: 0, reason: v1alpha1.HeadroomReasonDisabled},
 		{name: "CapacityBuffer falls back to pods, reported", class: &v1alpha1.Headroom{Replicas: ptr.To[int32](2), PodShape: unit, Mechanism: v1alpha1.HeadroomCapacityBuffer},
-			ho: podsHeadroom, desired: 2, reason: v1alpha1.HeadroomReasonMechanismFallback},
+			ho: podsHeadroom, desired: 2, reason: v1alpha1.HeadroomReasonMechanismFallback, mechanism: v1alpha1.HeadroomPods, kinds: "Deployment"},
+		{name: "CapacityBuffer where the manager has it", class: &v1alpha1.Headroom{Replicas: ptr.To[int32](2), PodShape: unit, Mechanism: v1alpha1.HeadroomCapacityBuffer},
+			ho: podsHeadroom, manager: v1alpha1.HeadroomCapacityBuffer, desired: 2, mechanism: v1alpha1.HeadroomCapacityBuffer, kinds: "PodTemplate CapacityBuffer"},
+		{name: "Auto is the manager's CapacityBuffer", class: &v1alpha1.Headroom{Replicas: ptr.To[int32](2), PodShape: unit},
+			ho: podsHeadroom, manager: v1alpha1.HeadroomCapacityBuffer, desired: 2, mechanism: v1alpha1.HeadroomCapacityBuffer, kinds: "PodTemplate CapacityBuffer"},
+		{name: "Pods asked for where the manager has CapacityBuffer", class: &v1alpha1.Headroom{Replicas: ptr.To[int32](2), PodShape: unit, Mechanism: v1alpha1.HeadroomPods},
+			ho: podsHeadroom, manager: v1alpha1.HeadroomCapacityBuffer, desired: 2, mechanism: v1alpha1.HeadroomPods, kinds: "Deployment"},
+		{name: "a closed window holds a CapacityBuffer of 0", class: &v1alpha1.Headroom{Replicas: ptr.To[int32](2), PodShape: unit,
+			Schedule: []v1alpha1.HeadroomWindow{{Start: "0 20 * * *", Duration: metav1.Duration{Duration: time.Hour}}}}, ho: podsHeadroom, manager: v1alpha1.HeadroomCapacityBuffer,
+			desired: 0, reason: v1alpha1.HeadroomReasonClosed, mechanism: v1alpha1.HeadroomCapacityBuffer, kinds: "PodTemplate CapacityBuffer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := baseline(func(b *v1alpha1.Baseline) { b.Spec.Headroom = tc.base })
@@ -133,7 +156,14 @@ func TestHeadroomResolution(t *testing.T) {
 					tc.mutate(wc)
 				}
 			})
-			res, err := renderHeadroom(t, b, wc, tc.ho)
+			opts := render.Options{Headroom: tc.ho}
+			if !tc.ho.Now.IsZero() || tc.ho.Usage != nil {
+				opts.Capabilities.Headroom = v1alpha1.HeadroomPods
+				if tc.manager != "" {
+					opts.Capabilities.Headroom, opts.Capabilities.HeadroomReason = tc.manager, "test"
+				}
+			}
+			res, err := render.Render(b, wc, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,6 +179,16 @@ func TestHeadroomResolution(t *testing.T) {
 			}
 			if tc.reason == v1alpha1.HeadroomReasonDisabled && len(h.Objects) != 0 {
 				t.Errorf("--headroom=off rendered %d objects", len(h.Objects))
+			}
+			var kinds []string
+			for _, obj := range h.Objects {
+				kinds = append(kinds, obj.GetObjectKind().GroupVersionKind().Kind)
+			}
+			if tc.mechanism != "" && (h.Mechanism != tc.mechanism || strings.Join(kinds, " ") != tc.kinds) {
+				t.Errorf("mechanism %s with %v, want %s with %s", h.Mechanism, kinds, tc.mechanism, tc.kinds)
+			}
+			if tc.reason == v1alpha1.HeadroomReasonMechanismFallback && !strings.Contains(h.Message, "the manager runs with --headroom=pods") {
+				t.Errorf("the fallback does not say why: %q", h.Message)
 			}
 		})
 	}
@@ -171,6 +211,104 @@ func TestHeadroomInvalidNamesTheField(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.field) {
 				t.Fatalf("err = %v, want %q", err, tc.field)
 			}
+		})
+	}
+}
+
+// The CapacityBuffer mechanism renders a PodTemplate of one unit, pinned and tolerating
+// as the placeholder Deployment's pods are, and Karpenter's CapacityBuffer referring to
+// it with Poolsmith's count in replicas (never percentage) and the resolved limits.
+func TestHeadroomCapacityBuffer(t *testing.T) {
+	wc := class("ci", v1alpha1.ProfileBurstableCI, withHeadroom(v1alpha1.Headroom{Percentage: ptr.To[int32](20), Replicas: ptr.To[int32](1),
+		PodShape: &v1alpha1.HeadroomPodShape{CPU: ptr.To(resource.MustParse("1")), Memory: ptr.To(resource.MustParse("2Gi"))},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}}),
+		func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.Access = &v1alpha1.Access{Namespaces: []string{"ci"}}
+			wc.Spec.Taints = v1alpha1.Taints{{Key: "example.com/ci", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+		})
+	opts := render.Options{Headroom: render.HeadroomOptions{Now: podsHeadroom.Now, Usage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20")}}}
+	opts.Capabilities.Headroom = v1alpha1.HeadroomCapacityBuffer
+	res, err := render.Render(baseline(), wc, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := res.Headroom
+	if h == nil || len(h.Objects) != 2 || h.Mechanism != v1alpha1.HeadroomCapacityBuffer {
+		t.Fatalf("headroom %+v", h)
+	}
+	pt, ok1 := h.Objects[0].(*corev1.PodTemplate)
+	cb, ok2 := h.Objects[1].(*cbv1beta1.CapacityBuffer)
+	if !ok1 || !ok2 {
+		t.Fatalf("objects %T, %T; want a PodTemplate then a CapacityBuffer", h.Objects[0], h.Objects[1])
+	}
+	for _, obj := range h.Objects {
+		if obj.GetNamespace() != v1alpha1.DefaultHeadroomNamespace || obj.GetName() != "ci-headroom" ||
+			obj.GetLabels()[v1alpha1.LabelClass] != "ci" || obj.GetLabels()[v1alpha1.LabelHeadroom] != "ci" || obj.GetLabels()[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue {
+			t.Errorf("%T %s/%s labels %v", obj, obj.GetNamespace(), obj.GetName(), obj.GetLabels())
+		}
+	}
+	// 20 % of 20 CPU is 4 units of 1 CPU, above replicas 1 and under limits 8.
+	if cb.Spec.Replicas == nil || *cb.Spec.Replicas != 4 || h.Desired != 4 || cb.Spec.Percentage != nil || cb.Spec.ScalableRef != nil {
+		t.Errorf("buffer spec %+v, want replicas 4 and no percentage", cb.Spec)
+	}
+	if cb.Spec.PodTemplateRef == nil || cb.Spec.PodTemplateRef.Name != pt.Name || cb.Spec.Limits[corev1.ResourceCPU] != resource.MustParse("8") {
+		t.Errorf("buffer refers to %+v with limits %v", cb.Spec.PodTemplateRef, cb.Spec.Limits)
+	}
+	spec := pt.Template.Spec
+	if spec.NodeSelector["karpenter.sh/nodepool"] != res.NodePools[0].Name || spec.PriorityClassName != "" {
+		t.Errorf("template pinned to %v, priority class %q", spec.NodeSelector, spec.PriorityClassName)
+	}
+	for _, taint := range res.NodePools[0].Spec.Template.Spec.Taints {
+		found := false
+		for _, tol := range spec.Tolerations {
+			found = found || (tol.Key == taint.Key && tol.Value == taint.Value && tol.Effect == taint.Effect && tol.Operator == corev1.TolerationOpEqual)
+		}
+		if !found && taint.Effect != corev1.TaintEffectPreferNoSchedule {
+			t.Errorf("taint %+v is not tolerated", taint)
+		}
+	}
+	if r := spec.Containers[0].Resources.Requests; r.Cpu().String() != "1" || r.Memory().String() != "2Gi" {
+		t.Errorf("unit %v", r)
+	}
+	if !hasOrigin(res, "CapacityBuffer/poolsmith-headroom/ci-headroom", "spec.replicas", "computed:headroom-size") {
+		t.Error("explain has no origin for the CapacityBuffer's replicas")
+	}
+}
+
+// TestHeadroomGoldens holds both mechanisms' children for a restricted class with a
+// taint, as render prints them (go test ./internal/render -run TestHeadroomGoldens
+// -update). They are in a folder of their own: the acceptance suite's dry run of every
+// golden object has no headroom namespace, and the controller tests write them to the API
+// server instead.
+func TestHeadroomGoldens(t *testing.T) {
+	wc := class("ci", v1alpha1.ProfileBurstableCI, withHeadroom(v1alpha1.Headroom{Replicas: ptr.To[int32](2),
+		PodShape: &v1alpha1.HeadroomPodShape{CPU: ptr.To(resource.MustParse("1")), Memory: ptr.To(resource.MustParse("2Gi"))},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}}),
+		func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.Access = &v1alpha1.Access{Namespaces: []string{"ci"}}
+			wc.Spec.Taints = v1alpha1.Taints{{Key: "example.com/ci", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+		})
+	for file, mechanism := range map[string]v1alpha1.HeadroomMechanism{"headroom/pods.yaml": v1alpha1.HeadroomPods, "headroom/capacitybuffer.yaml": v1alpha1.HeadroomCapacityBuffer} {
+		t.Run(file, func(t *testing.T) {
+			opts := render.Options{Headroom: podsHeadroom}
+			opts.Capabilities.Headroom = mechanism
+			res, err := render.Render(baseline(), wc, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var docs []string
+			for _, obj := range res.Headroom.Objects {
+				doc, err := render.CleanJSON(obj)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, err := yaml.Marshal(doc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				docs = append(docs, string(out))
+			}
+			golden(t, file, strings.Join(docs, "---\n"))
 		})
 	}
 }

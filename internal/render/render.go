@@ -216,19 +216,13 @@ func Render(baseline *v1alpha1.Baseline, class *v1alpha1.WorkloadClass, opts Opt
 		res.Provenance = append(res.Provenance, trace("NodeOverlay/"+ov.Name, doc, overlayOrigins[i])...)
 	}
 	if hr != nil {
-		for _, d := range hr.Objects {
-			doc, err := CleanJSON(d)
+		for _, obj := range hr.Objects {
+			doc, err := CleanJSON(obj)
 			if err != nil {
 				return nil, err
 			}
-			o := origins{}
-			o.set("", OriginComputed("headroom"))
-			o.set("metadata", OriginComputed("class"))
-			o.set("spec.replicas", OriginComputed("headroom-size"))
-			o.set("spec.template.spec.nodeSelector", OriginComputed("headroom rung "+hr.Rung))
-			o.set("spec.template.spec.tolerations", OriginComputed("the class's taints"))
-			o.set("spec.template.spec.containers[pause].resources", Origin(hr.ShapeFrom))
-			res.Provenance = append(res.Provenance, trace("Deployment/"+d.Namespace+"/"+d.Name, doc, o)...)
+			kind := obj.GetObjectKind().GroupVersionKind().Kind
+			res.Provenance = append(res.Provenance, trace(kind+"/"+obj.GetNamespace()+"/"+obj.GetName(), doc, hr.origins(kind))...)
 		}
 	}
 	if opts.Capabilities.AccessRules() {
@@ -284,7 +278,7 @@ func (r *Result) AccessRule() *v1alpha1.AccessRule {
 }
 
 // Objects are the EC2NodeClass, the NodePools in ladder order, the NodeOverlays, then the
-// AccessRule, then the headroom Deployment (when the manager's mode renders one), each as
+// AccessRule, then the headroom children (when the manager's mode renders them), each as
 // CleanJSON.
 func (r *Result) Objects() ([]map[string]any, error) {
 	objs := []any{r.NodeClass}
@@ -298,8 +292,8 @@ func (r *Result) Objects() ([]map[string]any, error) {
 		objs = append(objs, p)
 	}
 	if r.Headroom != nil {
-		for _, d := range r.Headroom.Objects {
-			objs = append(objs, d)
+		for _, obj := range r.Headroom.Objects {
+			objs = append(objs, obj)
 		}
 	}
 	docs := make([]map[string]any, len(objs))

@@ -1,5 +1,5 @@
 // Package scheme owns the runtime.Scheme every Poolsmith client uses: client-go's
-// built-in types, Karpenter's NodePool, NodeClaim and EC2NodeClass (their API packages
+// built-in types, Karpenter's NodePool, NodeClaim, NodeOverlay, CapacityBuffer and EC2NodeClass (their API packages
 // register themselves in client-go's scheme at init) and poolsmith.dev/v1alpha1.
 package scheme
 
@@ -13,6 +13,8 @@ import (
 	_ "sigs.k8s.io/karpenter/pkg/apis/v1"
 	// Registers karpenter.sh/v1alpha1 NodeOverlay in client-go's scheme.
 	_ "sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
+	// Registers autoscaling.x-k8s.io/v1beta1 CapacityBuffer (headroom) in client-go's scheme.
+	_ "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
 
 	poolsmithv1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 )

@@ -16,37 +16,53 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// The headroom Deployment (apps/v1) is a built-in kind like the admission policies: its
-// full validation lives in k8s.io/kubernetes. In-process it is decoded strictly and the
-// rules a rendered placeholder Deployment could break are checked (names, the selector
-// matching the template, a container, requests within limits); the API server judges the
-// rest at write time, and the controller's tests write rendered ones to it.
+// The headroom Deployment (apps/v1) and PodTemplate (v1) are built-in kinds like the
+// admission policies: their full validation lives in k8s.io/kubernetes. In-process they
+// are decoded strictly and the rules a rendered placeholder could break are checked
+// (names, the selector matching the template, a container, requests within limits); the
+// API server judges the rest at write time, and the controller's tests write rendered
+// ones to it.
 
-// isDeployment reports whether gvk is apps/v1 Deployment.
-func isDeployment(gvk schema.GroupVersionKind) bool {
-	return gvk == appsv1.SchemeGroupVersion.WithKind("Deployment")
+// isBuiltin reports whether gvk is apps/v1 Deployment or v1 PodTemplate.
+func isBuiltin(gvk schema.GroupVersionKind) bool {
+	return gvk == appsv1.SchemeGroupVersion.WithKind("Deployment") || gvk == corev1.SchemeGroupVersion.WithKind("PodTemplate")
 }
 
-// checkDeployment is Create and Update for a Deployment (no transition rules are judged).
-func checkDeployment(doc map[string]any) error {
+// checkBuiltin is Create and Update for a Deployment or a PodTemplate (no transition
+// rules are judged).
+func checkBuiltin(doc map[string]any) error {
 	u := &unstructured.Unstructured{Object: doc}
 	gvk := u.GroupVersionKind()
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return err
 	}
-	d := &appsv1.Deployment{}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(d); err != nil {
-		return apierrors.NewInvalid(gvk.GroupKind(), u.GetName(), field.ErrorList{field.Invalid(field.NewPath(""), field.OmitValueType{}, err.Error())})
+	strict := func(into any) error {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(into); err != nil {
+			return apierrors.NewInvalid(gvk.GroupKind(), u.GetName(), field.ErrorList{field.Invalid(field.NewPath(""), field.OmitValueType{}, err.Error())})
+		}
+		return nil
 	}
 	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Subdomain(d.Name) {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), d.Name, msg))
+	for _, msg := range validation.IsDNS1123Subdomain(u.GetName()) {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), u.GetName(), msg))
 	}
-	for _, msg := range validation.IsDNS1123Label(d.Namespace) {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "namespace"), d.Namespace, msg))
+	for _, msg := range validation.IsDNS1123Label(u.GetNamespace()) {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "namespace"), u.GetNamespace(), msg))
+	}
+	if gvk.Kind == "PodTemplate" {
+		pt := &corev1.PodTemplate{}
+		if err := strict(pt); err != nil {
+			return err
+		}
+		errs = append(errs, checkPodSpec(field.NewPath("template", "spec"), &pt.Template.Spec)...)
+		return invalid(u, errs)
+	}
+	d := &appsv1.Deployment{}
+	if err := strict(d); err != nil {
+		return err
 	}
 	spec := field.NewPath("spec")
 	if d.Spec.Replicas != nil && *d.Spec.Replicas < 0 {
@@ -59,11 +75,18 @@ func checkDeployment(doc map[string]any) error {
 	case !sel.Matches(labels.Set(d.Spec.Template.Labels)):
 		errs = append(errs, field.Invalid(spec.Child("template", "metadata", "labels"), d.Spec.Template.Labels, "`selector` does not match template `labels`"))
 	}
-	pod := spec.Child("template", "spec")
-	if len(d.Spec.Template.Spec.Containers) == 0 {
+	errs = append(errs, checkPodSpec(spec.Child("template", "spec"), &d.Spec.Template.Spec)...)
+	return invalid(u, errs)
+}
+
+// checkPodSpec is what a placeholder's pod spec could break: no container, a request
+// above its limit, a GPU or extended resource requested other than as its limit.
+func checkPodSpec(pod *field.Path, spec *corev1.PodSpec) field.ErrorList {
+	var errs field.ErrorList
+	if len(spec.Containers) == 0 {
 		errs = append(errs, field.Required(pod.Child("containers"), ""))
 	}
-	for i, c := range d.Spec.Template.Spec.Containers {
+	for i, c := range spec.Containers {
 		path := pod.Child("containers").Index(i).Child("resources")
 		for name, req := range c.Resources.Requests {
 			if limit, ok := c.Resources.Limits[name]; ok && req.Cmp(limit) > 0 {
@@ -76,5 +99,5 @@ func checkDeployment(doc map[string]any) error {
 			}
 		}
 	}
-	return invalid(u, errs)
+	return errs
 }

@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	coreapis "sigs.k8s.io/karpenter/pkg/apis"
+	cbv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
 	"sigs.k8s.io/yaml"
 
 	poolsmithcrd "github.com/poolsmith/poolsmith/config/crd"
@@ -136,11 +138,18 @@ var (
 )
 
 // Default is the validator for Karpenter's CRDs (from the pinned karpenter-provider-aws
-// module, which carries the AWS label rules) and Poolsmith's own. It is built once, each
+// module, which carries the AWS label rules, and the CapacityBuffer CRD from core
+// Karpenter's, which the provider does not embed) and Poolsmith's own. It is built once, each
 // kind when it is first judged (TestDefaultBuildsEveryKind builds them all).
 func Default() (*Validator, error) {
 	defaultOnce.Do(func() {
 		crds := append([]*apiextensionsv1.CustomResourceDefinition{}, karpapis.CRDs...)
+		// The provider embeds no CapacityBuffer CRD; core Karpenter's is the same file.
+		for _, crd := range coreapis.CRDs {
+			if crd.Spec.Group == cbv1beta1.Group {
+				crds = append(crds, crd)
+			}
+		}
 		own, err := poolsmithCRDs()
 		if err != nil {
 			defaultErr = err
@@ -175,7 +184,7 @@ func poolsmithCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 // checks it as one of the built-in admission policy kinds.
 func (v *Validator) Known(gvk schema.GroupVersionKind) bool {
 	_, ok := v.kinds[gvk]
-	return ok || IsPolicy(gvk) || isDeployment(gvk)
+	return ok || IsPolicy(gvk) || isBuiltin(gvk)
 }
 
 // Create returns the error the API server would answer a create of obj with, or nil.
@@ -224,8 +233,8 @@ func (v *Validator) judge(obj, old map[string]any, check func(u, o *unstructured
 		if doc, ok := policy(doc); ok {
 			return checkPolicy(doc)
 		}
-		if isDeployment((&unstructured.Unstructured{Object: doc}).GroupVersionKind()) {
-			return checkDeployment(doc)
+		if isBuiltin((&unstructured.Unstructured{Object: doc}).GroupVersionKind()) {
+			return checkBuiltin(doc)
 		}
 		u, k, err := v.prepareDoc(doc)
 		if err != nil {
@@ -252,8 +261,8 @@ func (v *Validator) Defaulted(obj map[string]any) (map[string]any, error) {
 		// Poolsmith renders every field the API server would default.
 		return doc, nil
 	}
-	if isDeployment((&unstructured.Unstructured{Object: obj}).GroupVersionKind()) {
-		// The headroom Deployment too (render.headroomDeployment).
+	if isBuiltin((&unstructured.Unstructured{Object: obj}).GroupVersionKind()) {
+		// The headroom Deployment and PodTemplate too (render.headroomPod).
 		return Normalize(obj)
 	}
 	u, _, err := v.prepare(obj)

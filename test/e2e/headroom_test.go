@@ -13,30 +13,44 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	cbv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/harness/localcluster"
 )
 
-// Headroom with Karpenter running (docs/headroom.md): the manager runs --headroom=pods
-// (localcluster.Options.Headroom), its placeholder Deployments live in the headroom
-// namespace at the chart's PriorityClass. The classes use the r7g and r7i families with
-// no capacity switched off, so they share nothing another scenario changes; none has
-// spec.access.
+// Headroom with Karpenter running (docs/headroom.md): the manager runs --headroom=auto
+// (localcluster.Options.Headroom with CapacityBuffer), and its probe finds Karpenter's
+// CapacityBuffer gate on, so classes get CapacityBuffers unless they ask for placeholder
+// pods (mechanism: Pods), whose Deployments live in the headroom namespace at the
+// chart's PriorityClass. The classes use the r7g and r7i families with no capacity
+// switched off, so they share nothing another scenario changes; none has spec.access.
 
 // headroomClass is a class on the r7g (arm64) and r7i (amd64) families, spot before
-// on-demand, holding units of headroom.
+// on-demand, holding units of headroom with placeholder pods.
 func headroomClass(name string, units int32, mutate ...func(*v1alpha1.WorkloadClass)) *v1alpha1.WorkloadClass {
 	return workloadClass(name, append([]func(*v1alpha1.WorkloadClass){func(wc *v1alpha1.WorkloadClass) {
 		wc.Spec.Instances = &v1alpha1.InstanceShape{Families: []string{"r7g", "r7i"}}
 		if units > 0 {
-			wc.Spec.Headroom = &v1alpha1.Headroom{Replicas: ptr.To(units)}
+			wc.Spec.Headroom = &v1alpha1.Headroom{Replicas: ptr.To(units), Mechanism: v1alpha1.HeadroomPods}
+		}
+	}}, mutate...)...)
+}
+
+// bufferClass is headroomClass holding its units with the manager's mechanism (auto,
+// here CapacityBuffer), with WhenEmpty consolidation after 10 s.
+func bufferClass(name string, units int32, mutate ...func(*v1alpha1.WorkloadClass)) *v1alpha1.WorkloadClass {
+	return headroomClass(name, units, append([]func(*v1alpha1.WorkloadClass){func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Headroom.Mechanism = ""
+		wc.Spec.Disruption = &v1alpha1.Disruption{
+			ConsolidationPolicy: karpv1.ConsolidationPolicyWhenEmpty,
+			ConsolidateAfter:    ptr.To(karpv1.MustParseNillableDuration("10s")),
 		}
 	}}, mutate...)...)
 }
@@ -206,16 +220,7 @@ var _ = Describe("Headroom (placeholder pods)", func() {
 		}
 		Expect(units).To(HaveLen(2))
 
-		By("the same burst, 2 pods of 900m and 512Mi (a unit each), on both classes at once")
-		start := time.Now()
-		create(deployment("hr-burst-warm", "hr-warm", 2, "900m"), deployment("hr-burst-cold", "hr-cold", 2, "900m"))
-		took := untilRunning(start, 2, "hr-burst-warm", "hr-burst-cold")
-
-		for _, p := range expectRunning("hr-burst-warm", 2) {
-			Expect(warmNodes).To(HaveKey(p.Spec.NodeName), "burst pod %s runs on a node that was up before the burst:\n%s", p.Name, describe(before))
-		}
-		coldClaims := nodeClaims("hr-cold")
-		Expect(coldClaims).NotTo(BeEmpty(), "the class without headroom needed a launch")
+		took, coldClaims := burst("hr-warm", "hr-cold", "hr-burst-warm", "hr-burst-cold", warmNodes, before)
 
 		By("the placeholders were preempted and Karpenter launches nodes for their replacements")
 		Eventually(func(g Gomega) {
@@ -301,95 +306,87 @@ var _ = Describe("Headroom (placeholder pods)", func() {
 	})
 })
 
+// burst creates the same 2 pods of 900m and 512Mi (a unit each) in the class with
+// headroom (warmApp) and the twin without (coldApp) at once, and returns how long each
+// took to run, per app, after checking the warm ones run on warmNodes, which were up
+// before, and that the twin needed a launch (its NodeClaims).
+func burst(warmClass, coldClass, warmApp, coldApp string, warmNodes map[string]string, before []karpv1.NodeClaim) (map[string][]time.Duration, []karpv1.NodeClaim) {
+	GinkgoHelper()
+	By("the same burst, 2 pods of 900m and 512Mi (a unit each), on both classes at once")
+	start := time.Now()
+	create(deployment(warmApp, warmClass, 2, "900m"), deployment(coldApp, coldClass, 2, "900m"))
+	took := untilRunning(start, 2, warmApp, coldApp)
+	for _, p := range expectRunning(warmApp, 2) {
+		Expect(warmNodes).To(HaveKey(p.Spec.NodeName), "burst pod %s runs on a node that was up before the burst:\n%s", p.Name, describe(before))
+	}
+	coldClaims := nodeClaims(coldClass)
+	Expect(coldClaims).NotTo(BeEmpty(), "the class without headroom needed a launch")
+	return took, coldClaims
+}
+
 // cronAt is a daily cron start at t's minute and hour.
 func cronAt(t time.Time) string { return fmt.Sprintf("%d %d * * *", t.Minute(), t.Hour()) }
 
-// capacityBuffer is Karpenter's CapacityBuffer (autoscaling.x-k8s.io/v1beta1) of replicas
-// units of the PodTemplate name, in the headroom namespace, as unstructured: Poolsmith's
-// scheme does not carry the type, and renders none yet.
-func capacityBuffer(name string, replicas int64) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityBuffer",
-		"metadata": map[string]any{"name": name, "namespace": v1alpha1.DefaultHeadroomNamespace},
-		"spec":     map[string]any{"podTemplateRef": map[string]any{"name": name}, "replicas": replicas},
-	}}
+// bufferOf is the class's CapacityBuffer, which Poolsmith writes and Karpenter reports on.
+func bufferOf(class string) *cbv1beta1.CapacityBuffer {
+	GinkgoHelper()
+	cb := &cbv1beta1.CapacityBuffer{}
+	Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: v1alpha1.DefaultHeadroomNamespace, Name: class + "-headroom"}, cb)).To(Succeed())
+	return cb
 }
 
-// bufferCondition is the buffer's condition of type typ, for Eventually.
-func bufferCondition(name, typ string) func(g Gomega) metav1.Condition {
+// bufferCondition is the class's buffer's condition of type typ, for its current generation.
+func bufferCondition(class, typ string) func(g Gomega) metav1.Condition {
 	return func(g Gomega) metav1.Condition {
-		cb := capacityBuffer(name, 0)
-		g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(cb), cb)).To(Succeed())
-		conditions, _, _ := unstructured.NestedSlice(cb.Object, "status", "conditions")
-		for _, c := range conditions {
-			m := c.(map[string]any)
-			if m["type"] == typ {
-				out := metav1.Condition{Type: typ}
-				out.Status = metav1.ConditionStatus(fmt.Sprint(m["status"]))
-				out.Reason, out.Message = fmt.Sprint(m["reason"]), fmt.Sprint(m["message"])
-				generation, _ := m["observedGeneration"].(int64)
-				out.ObservedGeneration = generation
-				g.Expect(out.ObservedGeneration).To(Equal(cb.GetGeneration()), "buffer %s's %s condition is for an older generation", name, typ)
-				return out
-			}
-		}
-		g.Expect(conditions).To(ContainElement(HaveKeyWithValue("type", typ)), "buffer %s has no %s condition", name, typ)
-		return metav1.Condition{}
+		cb := &cbv1beta1.CapacityBuffer{}
+		g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: v1alpha1.DefaultHeadroomNamespace, Name: class + "-headroom"}, cb)).To(Succeed())
+		c := meta.FindStatusCondition(cb.Status.Conditions, typ)
+		g.Expect(c).NotTo(BeNil(), "buffer of %s has no %s condition", class, typ)
+		g.Expect(c.ObservedGeneration).To(Equal(cb.Generation), "buffer of %s: %s is for an older generation", class, typ)
+		return *c
 	}
 }
 
-// What the CapacityBuffer mechanism would build on (docs/headroom.md, "Karpenter's
-// CapacityBuffer in this harness"): the suite runs Karpenter with the CapacityBuffer gate
-// on, and this scenario writes a PodTemplate and a CapacityBuffer by hand, pinned to a
-// class's top rung as the design renders them. No Poolsmith code makes them yet.
-var _ = Describe("Karpenter's CapacityBuffer, written by hand", func() {
-	It("launches a node for its virtual pods, lets a burst run there without preemption, refills it, holds it against emptiness and lets it go at 0 replicas", func() {
-		create(headroomClass("hr-buffer", 0, func(wc *v1alpha1.WorkloadClass) {
-			wc.Spec.Disruption = &v1alpha1.Disruption{
-				ConsolidationPolicy: karpv1.ConsolidationPolicyWhenEmpty,
-				ConsolidateAfter:    ptr.To(karpv1.MustParseNillableDuration("10s")),
-			}
-		}))
-		expectClassReady("hr-buffer")
-		rung := topRung("hr-buffer")
-		template := &corev1.PodTemplate{
-			ObjectMeta: metav1.ObjectMeta{Name: "hr-buffer", Namespace: v1alpha1.DefaultHeadroomNamespace},
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				NodeSelector: map[string]string{"karpenter.sh/nodepool": rung},
-				Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("900m"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}},
-			}},
-		}
-		buffer := capacityBuffer("hr-buffer", 2)
-		create(template, buffer)
-
-		By("Karpenter's buffer controller resolves it and its provisioner launches a node for 2 virtual pods")
-		Eventually(bufferCondition("hr-buffer", "ReadyForProvisioning")).Should(HaveField("Status", metav1.ConditionTrue))
-		Eventually(bufferCondition("hr-buffer", "Provisioning")).Should(And(
+// The CapacityBuffer mechanism (docs/headroom.md): the suite's manager runs
+// --headroom=auto and its probe chose CapacityBuffer, so these classes get a PodTemplate
+// and Karpenter's CapacityBuffer, whose virtual pods hold the spare node.
+var _ = Describe("Headroom (CapacityBuffer)", func() {
+	It("holds 2 units on a spare node of the top rung, ready 2; a burst that fits runs there with no new NodeClaim, then Karpenter refills the buffer; a class without headroom waits for a launch", func() {
+		// Two units of 900m fill an r7g.large (1930m allocatable).
+		unit := &v1alpha1.HeadroomPodShape{CPU: ptr.To(resource.MustParse("900m")), Memory: ptr.To(resource.MustParse("1Gi"))}
+		create(bufferClass("hr-cb", 2, func(wc *v1alpha1.WorkloadClass) { wc.Spec.Headroom.PodShape = unit }), headroomClass("hr-cb-cold", 0))
+		expectClassReady("hr-cb")
+		expectClassReady("hr-cb-cold")
+		top := topRung("hr-cb")
+		st := expectHeadroomReady("hr-cb", 2)
+		Expect(st.Mechanism).To(Equal(v1alpha1.HeadroomCapacityBuffer), "the manager's probe chose CapacityBuffer: %s", st.Message)
+		Expect(st.Rung).To(Equal(top))
+		cb := bufferOf("hr-cb")
+		Expect(cb.Spec.Replicas).To(HaveValue(Equal(int32(2))))
+		Expect(cb.Status.Replicas).To(HaveValue(Equal(int32(2))), "Karpenter's buffer controller resolved 2 units")
+		Expect(bufferCondition("hr-cb", cbv1beta1.ProvisioningCondition)(Default)).To(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", "FitsExistingCapacity")))
+		Expect(placeholders("hr-cb")).To(BeEmpty(), "no placeholder pod exists: Karpenter's virtual pods are in memory")
+
 		var before []karpv1.NodeClaim
 		Eventually(func(g Gomega) {
-			before = nodeClaims("hr-buffer")
+			before = nodeClaims("hr-cb")
 			g.Expect(before).To(HaveLen(1))
 			g.Expect(before[0].Status.NodeName).NotTo(BeEmpty())
 		}).Should(Succeed())
-		Expect(before[0].Labels).To(HaveKeyWithValue(labelRung, rung))
-		Expect(before[0].Labels).To(HaveKeyWithValue(corev1.LabelInstanceTypeStable, "r7g.large"), "two virtual pods of 900m fill an r7g.large")
+		Expect(before[0].Labels).To(HaveKeyWithValue(labelRung, top), describe(before))
+		Expect(before[0].Labels).To(HaveKeyWithValue(corev1.LabelInstanceTypeStable, "r7g.large"), "two units of 900m fill an r7g.large")
 		warmNodes := nodesOf(before)
+		Expect(nodeClaims("hr-cb-cold")).To(BeEmpty(), "a class without headroom holds no node")
 
-		By("a burst of 2 pods of 900m runs on that node at once: nothing to preempt")
 		start := time.Now()
-		create(deployment("hr-buffer-burst", "hr-buffer", 2, "900m"))
-		took := untilRunning(start, 2, "hr-buffer-burst")["hr-buffer-burst"]
-		for _, p := range pods("hr-buffer-burst") {
-			Expect(warmNodes).To(HaveKey(p.Spec.NodeName), "burst pod %s runs on the node the buffer held", p.Name)
-		}
+		took, coldClaims := burst("hr-cb", "hr-cb-cold", "hr-cb-burst", "hr-cb-burst-cold", warmNodes, before)
 
-		By("Karpenter refills the buffer with a new node")
+		By("Karpenter refills the buffer with a new node, and ready comes back to 2")
 		var refill []karpv1.NodeClaim
 		Eventually(func(g Gomega) {
 			refill = nil
-			for _, nc := range nodeClaims("hr-buffer") {
+			for _, nc := range nodeClaims("hr-cb") {
 				if _, ok := warmNodes[nc.Status.NodeName]; !ok && nc.Status.NodeName != "" {
 					refill = append(refill, nc)
 				}
@@ -397,22 +394,47 @@ var _ = Describe("Karpenter's CapacityBuffer, written by hand", func() {
 			g.Expect(refill).To(HaveLen(1))
 		}).Should(Succeed())
 		refilled := time.Since(start)
-		Eventually(bufferCondition("hr-buffer", "Provisioning")).Should(HaveField("Status", metav1.ConditionTrue))
+		Expect(refill[0].Labels).To(HaveKeyWithValue(labelRung, top))
+		expectHeadroomReady("hr-cb", 2)
+		readyAgain := time.Since(start)
+		for _, p := range pods("hr-cb-burst") {
+			Expect(warmNodes).To(HaveKey(p.Spec.NodeName), "burst pod %s stayed on the warm node", p.Name)
+		}
 
-		By("the refill node runs no pod, and emptiness consolidation (10 s) leaves it while the buffer holds it")
+		warm, cold := took["hr-cb-burst"], took["hr-cb-burst-cold"]
+		figures("capacitybuffer-burst", "2 pods of 900m, creation to Running: with a CapacityBuffer of 2 units %s (on the warm node, no NodeClaim launched for them); without headroom %s (%d NodeClaim(s) launched); refill NodeClaim with a node %s after the burst, 2/2 ready again %s after",
+			roundedAll(warm), roundedAll(cold), len(coldClaims), refilled.Round(100*time.Millisecond), readyAgain.Round(100*time.Millisecond))
+		Expect(warm[len(warm)-1]).To(BeNumerically("<", cold[0]), "every pod with headroom ran before any pod without it")
+	})
+
+	It("goes to 0 when its schedule window closes, and Karpenter's emptiness consolidation removes the spare node", SpecPriority(10), func() {
+		// One window from now, in UTC, closing 105 to 165 s from now.
+		now := time.Now().UTC()
+		closeAt := now.Truncate(time.Minute).Add(2 * time.Minute)
+		if closeAt.Sub(now) < 105*time.Second {
+			closeAt = closeAt.Add(time.Minute)
+		}
+		window := v1alpha1.HeadroomWindow{Start: cronAt(now.Truncate(time.Minute)), Duration: metav1.Duration{Duration: closeAt.Sub(now.Truncate(time.Minute))}, TimeZone: "UTC"}
+		create(bufferClass("hr-cb-sched", 2, func(wc *v1alpha1.WorkloadClass) { wc.Spec.Headroom.Schedule = []v1alpha1.HeadroomWindow{window} }))
+		expectClassReady("hr-cb-sched")
+		rung := topRung("hr-cb-sched")
+		st := expectHeadroomReady("hr-cb-sched", 2)
+		Expect(st.Mechanism).To(Equal(v1alpha1.HeadroomCapacityBuffer))
+		Expect(time.Now()).To(BeTemporally("<", closeAt), "the spare node came up before the window closed")
+		Expect(nodeClaims("hr-cb-sched")).NotTo(BeEmpty())
 		emptied := disruptions("empty", rung)
-		Consistently(func() int { return len(nodeClaims("hr-buffer")) }, 30*time.Second, 2*time.Second).Should(Equal(2))
 
-		By("at 0 replicas the buffer is empty and the node goes")
-		update(buffer, func(cb *unstructured.Unstructured) {
-			Expect(unstructured.SetNestedField(cb.Object, int64(0), "spec", "replicas")).To(Succeed())
-		})
-		Eventually(bufferCondition("hr-buffer", "Provisioning")).Should(And(
-			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", "BufferEmpty")))
-		Eventually(func() []karpv1.NodeClaim { return nodeClaims("hr-buffer") }).Should(HaveLen(1))
-		Expect(nodeClaims("hr-buffer")[0].Name).To(Equal(before[0].Name), "the node the burst runs on stays")
-		Expect(disruptions("empty", rung)).To(BeNumerically(">", emptied))
-		figures("capacitybuffer-burst", "2 pods of 900m, creation to Running with a CapacityBuffer of 2 units: %s; refill NodeClaim with a node %s after the burst",
-			roundedAll(took), refilled.Round(100*time.Millisecond))
+		By("the window closes: desired 0, the buffer at 0 replicas, Karpenter consolidates the empty node")
+		Eventually(headroomOf("hr-cb-sched")).WithTimeout(closeAt.Sub(time.Now()) + time.Minute).Should(And(
+			HaveField("Desired", int32(0)), HaveField("Reason", v1alpha1.HeadroomReasonClosed)))
+		closedAt := time.Now()
+		Expect(bufferOf("hr-cb-sched").Spec.Replicas).To(HaveValue(Equal(int32(0))))
+		Eventually(bufferCondition("hr-cb-sched", cbv1beta1.ProvisioningCondition)).Should(HaveField("Reason", "BufferEmpty"))
+		Eventually(func() []karpv1.NodeClaim { return allNodeClaims("hr-cb-sched") }).WithTimeout(3*time.Minute).
+			Should(BeEmpty(), "the spare node is consolidated")
+		goneAfter := time.Since(closedAt)
+		Expect(disruptions("empty", rung)).To(BeNumerically(">", emptied), "Karpenter's emptiness consolidation removed it")
+		figures("capacitybuffer-schedule", "window closed at %s (class at 0 %s later), spare node consolidated %s after",
+			closeAt.Format(time.TimeOnly), closedAt.Sub(closeAt).Round(100*time.Millisecond), goneAfter.Round(time.Second))
 	})
 })

@@ -65,8 +65,10 @@ type Options struct {
 	// CapacityBuffer turns on Karpenter's CapacityBuffer feature gate (alpha, off by
 	// default): its buffer controller and the provisioner's virtual pods.
 	CapacityBuffer bool
-	// Headroom runs the manager with --headroom=pods, after installing the headroom
-	// namespace and PriorityClass as the chart's headroom.enabled does (HeadroomObjects).
+	// Headroom runs the manager with --headroom=pods, or --headroom=auto with
+	// CapacityBuffer (the chart's default; its probe finds Karpenter's gate on and
+	// chooses CapacityBuffer), after installing the headroom namespace and PriorityClass
+	// as the chart's headroom.enabled does (HeadroomObjects).
 	Headroom bool
 }
 
@@ -182,6 +184,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			return c, err
 		}
 		caps.Headroom = v1alpha1.HeadroomPods
+		if opts.CapacityBuffer {
+			caps.Headroom = v1alpha1.HeadroomAuto
+		}
 	}
 	metricsPort, err := freePort()
 	if err != nil {
