@@ -69,6 +69,8 @@ type WorkloadClassReconciler struct {
 	// Capabilities are what the cluster serves and the operator enables (NodeOverlays,
 	// AccessRules, namespace defaults), built once by the operator.
 	Capabilities capabilities.Capabilities
+	// Usage reads the live requests a percentage-sized headroom is of; nil reads none.
+	Usage *observe.Usage
 
 	// taken holds the UIDs of classes whose last pass met a name held by another object.
 	taken sync.Map
