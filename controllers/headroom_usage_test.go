@@ -12,6 +12,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/capabilities"
+	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/cost"
+	"github.com/poolsmith/poolsmith/internal/render"
 )
 
 // Karpenter's part (a NodeClaim with its node) and the scheduler's (pods bound to that
@@ -88,5 +92,89 @@ var _ = Describe("Headroom sized by percentage", Ordered, func() {
 		Expect(env.Client.Delete(ctx, poke)).To(Succeed())
 		Eventually(desired).Should(Equal(int32(3)))
 		Eventually(func() int32 { return replicasOf(headroomDeployment("hru")()) }).Should(Equal(int32(3)))
+	})
+})
+
+// Karpenter's part (a NodeClaim and its node), the scheduler's (pods bound) and the
+// deployment controller's (the Deployment's status) are played here.
+var _ = Describe("Headroom figures", Ordered, func() {
+	BeforeAll(func() {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DefaultHeadroomNamespace}}
+		if err := env.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		create(newBaseline("hrf-base"))
+	})
+
+	It("reports the warm nodes and what the ready units cost, in status and as gauges, and drops the gauges with the class", func() {
+		create(newClass("hrf", "hrf-base", func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.Headroom = &v1alpha1.Headroom{Replicas: ptr.To[int32](2), PodShape: &v1alpha1.HeadroomPodShape{CPU: ptr.To(resource.MustParse("1"))}}
+		}))
+		waitSynced("hrf")
+		Eventually(headroomDeployment("hrf")).ShouldNot(BeNil())
+		labels := map[string]string{"class": "hrf", "mechanism": "Pods"}
+		Eventually(func() float64 { v, _ := series("poolsmith_headroom_desired_units", labels); return v }).Should(Equal(2.0))
+		Expect(gauge("poolsmith_headroom_ready_units", labels)).To(Equal(0.0))
+		Expect(gauge("poolsmith_headroom_idle_cost_per_hour", labels)).To(Equal(0.0))
+
+		// Two nodes of the rung: one runs a placeholder and a DaemonSet pod (warm), the
+		// other a placeholder and one of the class's pods (not warm).
+		var objs []client.Object
+		for _, node := range []string{"hrf-warm", "hrf-busy"} {
+			nc := newNodeClaim("hrf", "hrf-spot-amd64")
+			create(nc)
+			nc.Status.NodeName = node
+			Expect(env.Client.Status().Update(ctx, nc)).To(Succeed())
+			objs = append(objs, nc)
+		}
+		pod := func(ns, name, node string, mutate ...func(*corev1.Pod)) {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
+					Resources: corev1.ResourceRequirements{Requests: cpu(1)}}}}}
+			for _, m := range mutate {
+				m(p)
+			}
+			create(p)
+			objs = append(objs, p)
+		}
+		pod(v1alpha1.DefaultHeadroomNamespace, "hrf-unit-1", "hrf-warm")
+		pod("default", "hrf-agent", "hrf-warm", func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: types.UID("0b1d5c2e-0000-4000-8000-000000000002"), Controller: ptr.To(true)}}
+		})
+		pod(v1alpha1.DefaultHeadroomNamespace, "hrf-unit-2", "hrf-busy")
+		pod("default", "hrf-app", "hrf-busy")
+		DeferCleanup(func() {
+			for _, o := range objs {
+				Expect(client.IgnoreNotFound(env.Client.Delete(ctx, o, client.GracePeriodSeconds(0)))).To(Succeed())
+			}
+		})
+
+		By("both units available: the Deployment's status brings the class back")
+		d := headroomDeployment("hrf")()
+		d.Status.ObservedGeneration, d.Status.Replicas, d.Status.AvailableReplicas, d.Status.ReadyReplicas = d.Generation, 2, 2, 2
+		Expect(env.Client.Status().Update(ctx, d)).To(Succeed())
+		status := func() *v1alpha1.HeadroomStatus { return get(&v1alpha1.WorkloadClass{}, "hrf").Status.Headroom }
+		Eventually(status).Should(And(HaveField("Display", "2/2"), HaveField("WarmNodes", int32(1))))
+
+		cat, err := catalog.Load()
+		Expect(err).NotTo(HaveOccurred())
+		res, err := render.Render(get(&v1alpha1.Baseline{}, "hrf-base"), get(&v1alpha1.WorkloadClass{}, "hrf"),
+			render.Options{Catalog: cat, Region: catalog.DefaultRegion, Capabilities: capabilities.Capabilities{Headroom: v1alpha1.HeadroomPods}})
+		Expect(err).NotTo(HaveOccurred())
+		unit := res.Headroom.UnitPrice
+		Expect(unit).To(BeNumerically(">", 0))
+		Expect(status()).To(And(HaveField("IdleCostPerHour", cost.Money(2*unit)), HaveField("PriceSources", res.Headroom.PriceSource),
+			HaveField("PriceSources", HavePrefix("spot "))))
+		Expect(gauge("poolsmith_headroom_ready_units", labels)).To(Equal(2.0))
+		Expect(gauge("poolsmith_headroom_warm_nodes", labels)).To(Equal(1.0))
+		Expect(gauge("poolsmith_headroom_idle_cost_per_hour", labels)).To(BeNumerically("~", 2*unit, 1e-9))
+
+		By("the class deleted, its series go")
+		Expect(env.Client.Delete(ctx, get(&v1alpha1.WorkloadClass{}, "hrf"))).To(Succeed())
+		Eventually(func() bool { _, ok := series("poolsmith_headroom_desired_units", labels); return ok }).Should(BeFalse())
+		for _, name := range []string{"poolsmith_headroom_ready_units", "poolsmith_headroom_idle_cost_per_hour", "poolsmith_headroom_warm_nodes"} {
+			_, ok := series(name, labels)
+			Expect(ok).To(BeFalse(), name)
+		}
 	})
 })

@@ -278,6 +278,9 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 	}
 	o.Signals, o.CostBased = &in.Freshness, res.CostBased
 	wc.Status.Headroom = headroomStatus(res, out.Live)
+	if err := r.headroomFigures(ctx, wc, wc.Status.Headroom, res, out.Live); err != nil {
+		return o, ctrl.Result{}, err
+	}
 	result := requeueForHeadroom(ctrl.Result{}, res, wc, in.Inputs.Options.Headroom.Now)
 	return o, requeueForStaleness(result, in.Freshness, r.Signals.Clock()), nil
 }

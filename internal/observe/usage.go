@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
 // PodNodeField is the field pods are listed by node with: a field selector on the API
@@ -151,4 +152,35 @@ func trimContainers(cs []corev1.Container) []corev1.Container {
 		out[i] = corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy, Resources: corev1.ResourceRequirements{Requests: c.Resources.Requests}}
 	}
 	return out
+}
+
+// WarmNodes counts the nodes of claims (a rung's NodeClaims) that the headroom keeps up:
+// nodes running at least one placeholder (a pod in namespace, the headroom namespace) and
+// no other pod but DaemonSet and mirror pods. Pods are read from Direct, one list per
+// node, as Cost reads them.
+func (c Cluster) WarmNodes(ctx context.Context, claims []*karpv1.NodeClaim, namespace string) (int32, error) {
+	warm := int32(0)
+	for _, nc := range claims {
+		if nc.Status.NodeName == "" {
+			continue
+		}
+		pods := &corev1.PodList{}
+		if err := c.Direct.List(ctx, pods, client.MatchingFields{PodNodeField: nc.Status.NodeName}); err != nil {
+			return 0, fmt.Errorf("listing pods on node %s: %w", nc.Status.NodeName, err)
+		}
+		placeholders, others := 0, 0
+		for i := range pods.Items {
+			switch p := &pods.Items[i]; {
+			case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || daemonOrMirror(p):
+			case p.Namespace == namespace:
+				placeholders++
+			default:
+				others++
+			}
+		}
+		if placeholders > 0 && others == 0 {
+			warm++
+		}
+	}
+	return warm, nil
 }
