@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,6 +25,7 @@ func newSimulateCommand() *cobra.Command {
 	var zones, types []string
 	var compare, offeringsFile string
 	var noHeadroom bool
+	var at string
 	c := &cobra.Command{
 		Use:   "simulate -f PATH... [--region R] [--zones a,b,c] [--offerings FILE] [--instance-types t1,t2] [--compare-nodepools FILE]",
 		Short: "Run Karpenter's scheduler over the rendered ladders and a workload",
@@ -41,8 +43,8 @@ offers (format: docs/cli.md); --instance-types limits the types (to those of the
 offerings, when given; else offered in every zone at on-demand and spot).
 --compare-nodepools runs the same workload against hand-written NodePools too.
 With --headroom=pods each class's headroom units are pending pods too (its placeholder
-Deployment, pinned to its rung, the schedule read now), so the preview shows the warm
-nodes and their price; --no-headroom leaves them out.`,
+Deployment, pinned to its rung, the schedule read now, or at --at), so the preview shows
+the warm nodes and their price; --no-headroom leaves them out.`,
 		Example: `  poolsmith simulate -f config/samples/ -f config/samples/workloads/web-spread.yaml
   poolsmith simulate -f config/samples/ -f config/samples/workloads/ --offerings offerings.yaml
   poolsmith simulate -f config/samples/ -f config/samples/workloads/ --instance-types c7g.large,c7g.xlarge,m7g.large
@@ -57,6 +59,15 @@ nodes and their price; --no-headroom leaves them out.`,
 			in, err := flags.load(c, "", "table", "json")
 			if err != nil {
 				return err
+			}
+			if at != "" {
+				t, err := time.Parse(time.RFC3339, at)
+				if err != nil {
+					return usageError{fmt.Errorf("--at %q: must be an RFC 3339 time, e.g. 2026-12-02T09:00:00Z", at)}
+				}
+				if in.opts.Capabilities.HeadroomOn() {
+					in.opts.Headroom.Now = t
+				}
 			}
 			results, err := in.renderAll()
 			if err != nil {
@@ -123,6 +134,7 @@ nodes and their price; --no-headroom leaves them out.`,
 	c.Flags().StringVar(&compare, "compare-nodepools", "", "a file of karpenter.sh/v1 NodePools to run the same workload against")
 	flags.headroom.register(c.Flags(), "add each class's headroom units as pending pods")
 	c.Flags().BoolVar(&noHeadroom, "no-headroom", false, "leave the headroom units out, whatever --headroom says")
+	c.Flags().StringVar(&at, "at", "", "read the headroom schedules at this RFC 3339 time instead of now")
 	return c
 }
 
