@@ -671,3 +671,48 @@ spec:
 		t.Errorf("--at tomorrow: exit %d: %s", code, stderr)
 	}
 }
+
+// simulate sizes a percentage from what the workload's own pods request on the class: a
+// first run without the headroom places them, then the units follow.
+func TestSimulateSizesAPercentageFromTheWorkload(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "pct.yaml")
+	if err := os.WriteFile(file, []byte(`apiVersion: poolsmith.dev/v1alpha1
+kind: WorkloadClass
+metadata: {name: pct}
+spec:
+  baselineRef: {name: default}
+  architectures: [amd64]
+  capacityTypes: [on-demand]
+  headroom:
+    percentage: 50
+    podShape: {cpu: "1"}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app, namespace: team}
+spec:
+  replicas: 6
+  selector: {matchLabels: {app: app}}
+  template:
+    metadata: {labels: {app: app}}
+    spec:
+      nodeSelector: {poolsmith.dev/class: pct}
+      containers: [{name: app, image: app, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"simulate", "--headroom=pods", "-o", "json", "-f", samples + "/poolsmith_v1alpha1_baseline.yaml", "-f", file}
+	code, out, stderr := run(t, "", args...)
+	if code != ExitOK {
+		t.Fatalf("simulate: exit %d: %s", code, stderr)
+	}
+	// 50 % of 6 CPU in units of 1 CPU.
+	if n := strings.Count(out, `"poolsmith-headroom/pct-headroom-`); n != 3 {
+		t.Errorf("%d units placed, want 3:\n%s", n, out)
+	}
+	code, out, stderr = run(t, "", append(args, "--no-headroom")...)
+	if code != ExitOK || strings.Contains(out, "pct-headroom-") {
+		t.Errorf("--no-headroom: exit %d, units placed: %s%s", code, stderr, out)
+	}
+}

@@ -69,7 +69,7 @@ func (c Cluster) requested(ctx context.Context, node string) (corev1.ResourceLis
 	}
 	total := corev1.ResourceList{}
 	for i := range pods.Items {
-		addRequests(total, &pods.Items[i])
+		AddRequests(total, &pods.Items[i])
 	}
 	return total, nil
 }

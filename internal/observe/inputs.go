@@ -46,9 +46,9 @@ type Inputs struct {
 	Freshness signals.Freshness
 }
 
-// sizedByPercentage tells whether the headroom's size, taken as one group from the class,
+// SizedByPercentage tells whether the headroom's size, taken as one group from the class,
 // else the Baseline (as render resolves it), has a percentage.
-func sizedByPercentage(wc *v1alpha1.WorkloadClass, b *v1alpha1.Baseline) bool {
+func SizedByPercentage(wc *v1alpha1.WorkloadClass, b *v1alpha1.Baseline) bool {
 	for _, h := range []*v1alpha1.Headroom{wc.Spec.Headroom, b.Spec.Headroom} {
 		if h != nil && (h.Replicas != nil || h.Percentage != nil) {
 			return h.Percentage != nil
@@ -79,7 +79,7 @@ func (s Source) Assemble(ctx context.Context, wc *v1alpha1.WorkloadClass) (Input
 	if in.Baseline == nil || decode.Error(in.Baseline) != "" {
 		return in, nil
 	}
-	if s.Usage != nil && sizedByPercentage(wc, in.Baseline) {
+	if s.Usage != nil && SizedByPercentage(wc, in.Baseline) {
 		usage, err := s.Usage.Requested(ctx, wc.Name)
 		if err != nil {
 			return in, err

@@ -65,7 +65,7 @@ func (u *Usage) Requested(ctx context.Context, class string) (corev1.ResourceLis
 			}
 			for i := range pods.Items {
 				if p := &pods.Items[i]; p.Namespace != u.Namespace && !daemonOrMirror(p) {
-					addRequests(total, p)
+					AddRequests(total, p)
 				}
 			}
 		}
@@ -103,10 +103,10 @@ func daemonOrMirror(p *corev1.Pod) bool {
 	return owner != nil && owner.Kind == "DaemonSet"
 }
 
-// addRequests adds what p requests (containers, init containers, overhead, as the
+// AddRequests adds what p requests (containers, init containers, overhead, as the
 // scheduler counts them) to total, unless p is terminal: Succeeded and Failed pods hold
 // nothing.
-func addRequests(total corev1.ResourceList, p *corev1.Pod) {
+func AddRequests(total corev1.ResourceList, p *corev1.Pod) {
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return
 	}
