@@ -1,6 +1,7 @@
 // Package operator builds Poolsmith's controller-runtime manager: a cache that holds only
 // Poolsmith's objects, the NodePools, EC2NodeClasses and admission policies it manages, the
-// NodeClaims of its classes and the namespaces that name a default class (classes and
+// NodeClaims of its classes, the namespaces that name a default class and, once a class
+// sizes its headroom by percentage, bound pods trimmed to their requests (classes and
 // Baselines read item by item, internal/decode); the reconcilers
 // (WorkloadClass, Baseline, rebalance), health and readiness probes, metrics and leader
 // election. `poolsmith manager`, `make demo` and the controller tests all start it here.
