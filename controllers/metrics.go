@@ -96,4 +96,5 @@ func forgetClass(class string) {
 	rungs.DeleteLabelValues(class)
 	budgetExceeded.DeleteLabelValues(class)
 	setNotSynced(class, "")
+	forgetHeadroom(class)
 }

@@ -70,6 +70,8 @@ type WorkloadClassReconciler struct {
 	// Capabilities are what the cluster serves and the operator enables (NodeOverlays,
 	// AccessRules, namespace defaults), built once by the operator.
 	Capabilities capabilities.Capabilities
+	// Usage reads the live requests a percentage-sized headroom is of; nil reads none.
+	Usage *observe.Usage
 
 	// taken holds the UIDs of classes whose last pass met a name held by another object.
 	taken sync.Map
@@ -277,6 +279,9 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 	}
 	o.Signals, o.CostBased = &in.Freshness, res.CostBased
 	wc.Status.Headroom = headroomStatus(res, out.Live, in.Inputs.Options.Headroom.Now)
+	if err := r.headroomFigures(ctx, wc, wc.Status.Headroom, res, out.Live); err != nil {
+		return o, ctrl.Result{}, err
+	}
 	result := requeueForHeadroom(ctrl.Result{}, res, wc, in.Inputs.Options.Headroom.Now)
 	return o, requeueForStaleness(result, in.Freshness, r.Signals.Clock()), nil
 }

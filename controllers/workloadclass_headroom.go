@@ -19,7 +19,9 @@ import (
 // The manager's grant on Deployments is a Role in the headroom namespace that the chart
 // writes (templates/headroom.yaml), not a marker: controller-gen names every namespaced
 // Role manager-role, and config/default's kustomization moves them all into one namespace,
-// where two would collide.
+// where two would collide. So is the watch on pods that a percentage's usage informer
+// needs (observe.Usage; list is granted for cost and rebalance): a ClusterRole the chart
+// installs only with the headroom, so a manager without one is granted no watch of pods.
 
 // headroomStatus is status.headroom from the render and the live children: ready is the
 // placeholder Deployment's available replicas once it has observed its generation (Pods),

@@ -654,3 +654,87 @@ func TestSimulateAddsHeadroomUnitsUnlessNoHeadroom(t *testing.T) {
 		}
 	}
 }
+
+// simulate --at reads the headroom's schedule at that time: inside the window the units
+// are pending pods, outside it there are none.
+func TestSimulateAtReadsTheScheduleThen(t *testing.T) {
+	class := filepath.Join(t.TempDir(), "office.yaml")
+	if err := os.WriteFile(class, []byte(`apiVersion: poolsmith.dev/v1alpha1
+kind: WorkloadClass
+metadata: {name: office}
+spec:
+  baselineRef: {name: default}
+  architectures: [amd64]
+  capacityTypes: [on-demand]
+  headroom:
+    replicas: 2
+    podShape: {cpu: "1", memory: 2Gi}
+    schedule: [{start: "0 8 * * 1-5", duration: 10h, timeZone: Europe/Paris}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"simulate", "--headroom=pods", "-o", "json", "-f", samples + "/poolsmith_v1alpha1_baseline.yaml", "-f", class, "-f", samples + "/workloads/web-spread.yaml", "-f", samples + "/poolsmith_v1alpha1_workloadclass_general.yaml"}
+	units := func(at string) int {
+		code, out, stderr := run(t, "", append(args, "--at", at)...)
+		if code != ExitOK {
+			t.Fatalf("simulate --at %s: exit %d: %s", at, code, stderr)
+		}
+		return strings.Count(out, "office-headroom-")
+	}
+	// Wednesday 2 December 2026: 09:00 UTC is 10:00 in Paris, 20:00 UTC is 21:00.
+	if n := units("2026-12-02T09:00:00Z"); n != 2 {
+		t.Errorf("inside the window: %d units placed, want 2", n)
+	}
+	if n := units("2026-12-02T20:00:00Z"); n != 0 {
+		t.Errorf("outside the window: %d units placed, want 0", n)
+	}
+	code, _, stderr := run(t, "", append(args, "--at", "tomorrow")...)
+	if code != ExitUsage || !strings.Contains(stderr, `--at "tomorrow": must be an RFC 3339 time`) {
+		t.Errorf("--at tomorrow: exit %d: %s", code, stderr)
+	}
+}
+
+// simulate sizes a percentage from what the workload's own pods request on the class: a
+// first run without the headroom places them, then the units follow.
+func TestSimulateSizesAPercentageFromTheWorkload(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "pct.yaml")
+	if err := os.WriteFile(file, []byte(`apiVersion: poolsmith.dev/v1alpha1
+kind: WorkloadClass
+metadata: {name: pct}
+spec:
+  baselineRef: {name: default}
+  architectures: [amd64]
+  capacityTypes: [on-demand]
+  headroom:
+    percentage: 50
+    podShape: {cpu: "1"}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app, namespace: team}
+spec:
+  replicas: 6
+  selector: {matchLabels: {app: app}}
+  template:
+    metadata: {labels: {app: app}}
+    spec:
+      nodeSelector: {poolsmith.dev/class: pct}
+      containers: [{name: app, image: app, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"simulate", "--headroom=pods", "-o", "json", "-f", samples + "/poolsmith_v1alpha1_baseline.yaml", "-f", file}
+	code, out, stderr := run(t, "", args...)
+	if code != ExitOK {
+		t.Fatalf("simulate: exit %d: %s", code, stderr)
+	}
+	// 50 % of 6 CPU in units of 1 CPU.
+	if n := strings.Count(out, `"poolsmith-headroom/pct-headroom-`); n != 3 {
+		t.Errorf("%d units placed, want 3:\n%s", n, out)
+	}
+	code, out, stderr = run(t, "", append(args, "--no-headroom")...)
+	if code != ExitOK || strings.Contains(out, "pct-headroom-") {
+		t.Errorf("--no-headroom: exit %d, units placed: %s%s", code, stderr, out)
+	}
+}

@@ -94,6 +94,10 @@ func runDiff(c *cobra.Command, flags *diffFlags) error {
 	// The signals are read once for every class: the catalog is given, not priced per class.
 	source := observe.Source{Baselines: in.baselines, Reader: lenientReader{cl},
 		Options: render.Options{Region: flags.region, Catalog: cat, Capabilities: caps}}
+	if caps.HeadroomOn() {
+		// A percentage is of the same live requests the manager reads.
+		source.Usage = &observe.Usage{NodeClaims: cl, Pods: cl, Namespace: caps.HeadroomNamespaceOrDefault()}
+	}
 	d := differ{cluster: cluster, source: source, reader: cl, in: in, w: c.OutOrStdout()}
 	changed, err := d.run(ctx)
 	if err != nil {

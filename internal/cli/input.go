@@ -32,6 +32,9 @@ type input struct {
 	opts render.Options
 	// others are the objects of the extra kinds a command asked for (workloads).
 	others []manifest.Object
+	// usage is, by class, what its own pods request (simulate's first run): what a
+	// percentage-sized headroom is of. A class without one counts none.
+	usage map[string]corev1.ResourceList
 }
 
 // MaxClasses is the most WorkloadClasses one command reads (a cluster's worth many
@@ -133,6 +136,7 @@ func (in *input) renderEach() []lint.Class {
 	source := observe.Source{Baselines: in.baselines, Options: in.opts}
 	for _, wc := range in.classes {
 		inputs, err := source.Assemble(context.Background(), wc) // reads nothing: no Reader
+		inputs.Options.Headroom.Usage = in.usage[wc.Name]
 		c := lint.Class{Class: wc, Baseline: inputs.Baseline, Err: err}
 		if c.Err == nil && c.Baseline == nil {
 			c.Err = fmt.Errorf("spec.baselineRef: Baseline %q is not in the input", wc.BaselineName())

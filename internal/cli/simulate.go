@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
@@ -19,7 +20,9 @@ import (
 	cbv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/manifest"
+	"github.com/poolsmith/poolsmith/internal/observe"
 	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/simulate"
 )
@@ -29,6 +32,7 @@ func newSimulateCommand() *cobra.Command {
 	var zones, types []string
 	var compare, offeringsFile string
 	var noHeadroom bool
+	var at string
 	c := &cobra.Command{
 		Use:   "simulate -f PATH... [--region R] [--zones a,b,c] [--offerings FILE] [--instance-types t1,t2] [--compare-nodepools FILE]",
 		Short: "Run Karpenter's scheduler over the rendered ladders and a workload",
@@ -46,8 +50,9 @@ offers (format: docs/cli.md); --instance-types limits the types (to those of the
 offerings, when given; else offered in every zone at on-demand and spot).
 --compare-nodepools runs the same workload against hand-written NodePools too.
 With --headroom=pods each class's headroom units are pending pods too (its placeholder
-Deployment, pinned to its rung, the schedule read now), so the preview shows the warm
-nodes and their price; --no-headroom leaves them out.`,
+Deployment, pinned to its rung, the schedule read now or at --at, a percentage of what
+the workload's pods on the class request), so the preview shows the warm nodes and their
+price; --no-headroom leaves them out.`,
 		Example: `  poolsmith simulate -f config/samples/ -f config/samples/workloads/web-spread.yaml
   poolsmith simulate -f config/samples/ -f config/samples/workloads/ --offerings offerings.yaml
   poolsmith simulate -f config/samples/ -f config/samples/workloads/ --instance-types c7g.large,c7g.xlarge,m7g.large
@@ -63,24 +68,22 @@ nodes and their price; --no-headroom leaves them out.`,
 			if err != nil {
 				return err
 			}
+			if at != "" {
+				t, err := time.Parse(time.RFC3339, at)
+				if err != nil {
+					return usageError{fmt.Errorf("--at %q: must be an RFC 3339 time, e.g. 2026-12-02T09:00:00Z", at)}
+				}
+				if in.opts.Capabilities.HeadroomOn() {
+					in.opts.Headroom.Now = t
+				}
+			}
 			results, err := in.renderAll()
 			if err != nil {
 				return err
 			}
-			workloads := in.others
-			if !noHeadroom {
-				placeholders, err := headroomWorkloads(results)
-				if err != nil {
-					return err
-				}
-				workloads = append(slices.Clone(workloads), placeholders...)
-			}
-			pods, err := simulate.Pods(workloads)
+			workload, err := simulate.Pods(in.others)
 			if err != nil {
 				return inputError{err.Error()}
-			}
-			if len(pods) == 0 {
-				return inputError{"no workload in the input: give Deployments, StatefulSets, Jobs or Pods with -f"}
 			}
 			daemons, err := simulate.DaemonSetPods(in.others)
 			if err != nil {
@@ -102,6 +105,33 @@ nodes and their price; --no-headroom leaves them out.`,
 			var pools []*karpv1.NodePool
 			for _, r := range results {
 				pools = append(pools, r.NodePools...)
+			}
+			pods := workload
+			if !noHeadroom {
+				if len(workload) > 0 && in.sizedByPercentage() {
+					// A percentage is of what the class's own pods request: where the
+					// workload lands without the headroom, then the classes sized from it.
+					base, err := simulate.Run(c.Context(), pools, workload, opts)
+					if err != nil {
+						return inputError{err.Error()}
+					}
+					in.usage = simulatedUsage(results, base, workload)
+					if results, err = in.renderAll(); err != nil {
+						return err
+					}
+				}
+				placeholders, err := headroomWorkloads(results)
+				if err != nil {
+					return err
+				}
+				units, err := simulate.Pods(placeholders)
+				if err != nil {
+					return inputError{err.Error()}
+				}
+				pods = append(slices.Clone(workload), units...)
+			}
+			if len(pods) == 0 {
+				return inputError{"no workload in the input: give Deployments, StatefulSets, Jobs or Pods with -f"}
 			}
 			ours, err := simulate.Run(c.Context(), pools, pods, opts)
 			if err != nil {
@@ -128,7 +158,50 @@ nodes and their price; --no-headroom leaves them out.`,
 	c.Flags().StringVar(&compare, "compare-nodepools", "", "a file of karpenter.sh/v1 NodePools to run the same workload against")
 	flags.headroom.register(c.Flags(), "add each class's headroom units as pending pods")
 	c.Flags().BoolVar(&noHeadroom, "no-headroom", false, "leave the headroom units out, whatever --headroom says")
+	c.Flags().StringVar(&at, "at", "", "read the headroom schedules at this RFC 3339 time instead of now")
 	return c
+}
+
+// sizedByPercentage tells whether some class's headroom is sized by percentage.
+func (in *input) sizedByPercentage() bool {
+	for _, wc := range in.classes {
+		if b := in.baselines[wc.BaselineName()]; b != nil && observe.SizedByPercentage(wc, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// simulatedUsage is, by class, what the workload's pods placed on the class's NodePools
+// request in res: a percentage's base, as the manager reads it from the class's nodes
+// (DaemonSet pods are not among pods here, and no placeholder is).
+func simulatedUsage(results []*render.Result, res *simulate.Result, pods []*corev1.Pod) map[string]corev1.ResourceList {
+	classOf := map[string]string{}
+	for _, r := range results {
+		for _, np := range r.NodePools {
+			classOf[np.Name] = np.Labels[v1alpha1.LabelClass]
+		}
+	}
+	byName := map[string]*corev1.Pod{}
+	for _, p := range pods {
+		byName[p.Namespace+"/"+p.Name] = p
+	}
+	usage := map[string]corev1.ResourceList{}
+	for _, nc := range res.NodeClaims {
+		class, ok := classOf[nc.NodePool]
+		if !ok {
+			continue
+		}
+		if usage[class] == nil {
+			usage[class] = corev1.ResourceList{}
+		}
+		for _, name := range nc.Pods {
+			if p := byName[name]; p != nil {
+				observe.AddRequests(usage[class], p)
+			}
+		}
+	}
+	return usage
 }
 
 // headroomWorkloads are the classes' headroom units as workloads of the input: the

@@ -306,3 +306,33 @@ func (b Breakdown) Status() v1alpha1.CostStatus {
 	}
 	return st
 }
+
+// PerUnit is what one unit of headroom costs per hour on a rung: the lowest, over the
+// instance types its requirements allow, of a node's price at the capacity type they pin
+// (priceOf, as every node is priced) divided by the units a node of that type holds
+// (units; types holding none are skipped). source names that type and where its price
+// came from, e.g. "spot r7g.large: catalog 2025-05-28". ok is false when no allowed type
+// has a price in region.
+func PerUnit(cat *catalog.Catalog, region string, requirements []karpv1.NodeSelectorRequirementWithMinValues, units func(*catalog.InstanceType) float64) (price float64, source string, ok bool) {
+	ct := catalog.PinnedCapacityType(requirements)
+	matcher := catalog.NewMatcher(requirements)
+	prices := cat.Prices[region]
+	best, bestName, bestSource := math.Inf(1), "", ""
+	for name, t := range cat.Types {
+		if t.PriceOnly || !matcher.Matches(t) {
+			continue
+		}
+		n := units(t)
+		p, src, priced := priceOf(prices, name, ct)
+		if n < 1 || !priced {
+			continue
+		}
+		if per := p / n; per < best || (per == best && name < bestName) {
+			best, bestName, bestSource = per, name, src
+		}
+	}
+	if math.IsInf(best, 1) {
+		return 0, "", false
+	}
+	return best, fmt.Sprintf("%s %s: %s", ct, bestName, bestSource), true
+}

@@ -205,3 +205,37 @@ func TestJudge(t *testing.T) {
 		}
 	}
 }
+
+// A unit of headroom costs the cheapest price per unit over the rung's types, each at the
+// capacity type the rung pins, and names the type and the price's source.
+func TestPerUnit(t *testing.T) {
+	cat := load(t)
+	prices := cat.Prices[region]
+	large, xlarge := prices["r7g.large"], prices["r7g.xlarge"]
+	r := rung("r", 10, karpv1.CapacityTypeSpot, "arm64")
+	r.Requirements = append(r.Requirements, karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"r7g.large", "r7g.xlarge"}})
+	holds := func(units map[string]float64) func(*catalog.InstanceType) float64 {
+		return func(ty *catalog.InstanceType) float64 { return units[ty.Name] }
+	}
+	for _, tc := range []struct {
+		name   string
+		units  map[string]float64
+		ct     string
+		want   float64
+		source string
+	}{
+		{"four units on an xlarge beat one on a large", map[string]float64{"r7g.large": 1, "r7g.xlarge": 4}, karpv1.CapacityTypeSpot, xlarge.SpotAvg / 4, "spot r7g.xlarge: " + xlarge.SpotSource},
+		{"a type that holds none is skipped", map[string]float64{"r7g.large": 1}, karpv1.CapacityTypeSpot, large.SpotAvg, "spot r7g.large: " + large.SpotSource},
+		{"on-demand prices", map[string]float64{"r7g.large": 2, "r7g.xlarge": 2}, karpv1.CapacityTypeOnDemand, large.OnDemand / 2, "on-demand r7g.large: " + large.OnDemandSource},
+	} {
+		reqs := append([]karpv1.NodeSelectorRequirementWithMinValues(nil), r.Requirements...)
+		reqs[0].Values = []string{tc.ct}
+		got, source, ok := PerUnit(cat, region, reqs, holds(tc.units))
+		if !ok || !near(got, tc.want) || source != tc.source {
+			t.Errorf("%s: PerUnit = %v, %q, %v; want %v, %q", tc.name, got, source, ok, tc.want, tc.source)
+		}
+	}
+	if _, _, ok := PerUnit(cat, "mars-north-1", r.Requirements, holds(map[string]float64{"r7g.large": 1})); ok {
+		t.Error("a region without prices priced a unit")
+	}
+}

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -65,20 +64,12 @@ func costInput(pools map[string]*karpv1.NodePool, claims map[string][]*karpv1.No
 // hold nothing).
 func (c Cluster) requested(ctx context.Context, node string) (corev1.ResourceList, error) {
 	pods := &corev1.PodList{}
-	if err := c.Direct.List(ctx, pods, client.MatchingFields{"spec.nodeName": node}); err != nil {
+	if err := c.Direct.List(ctx, pods, client.MatchingFields{PodNodeField: node}); err != nil {
 		return nil, fmt.Errorf("listing pods on node %s: %w", node, err)
 	}
 	total := corev1.ResourceList{}
 	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
-			sum := total[name]
-			sum.Add(q)
-			total[name] = sum
-		}
+		AddRequests(total, &pods.Items[i])
 	}
 	return total, nil
 }

@@ -34,6 +34,9 @@ type Source struct {
 	Pricing Pricing
 	// Options are the rest of what the cluster knows: region, usage, capabilities.
 	Options render.Options
+	// Usage, when set, reads the class's live requests for a headroom sized by percentage
+	// (Options.Headroom.Usage); a class without one reads none.
+	Usage *Usage
 }
 
 // Inputs are a class's render inputs and the verdict on the signals that priced them.
@@ -43,11 +46,22 @@ type Inputs struct {
 	Freshness signals.Freshness
 }
 
+// SizedByPercentage tells whether the headroom's size, taken as one group from the class,
+// else the Baseline (as render resolves it), has a percentage.
+func SizedByPercentage(wc *v1alpha1.WorkloadClass, b *v1alpha1.Baseline) bool {
+	for _, h := range []*v1alpha1.Headroom{wc.Spec.Headroom, b.Spec.Headroom} {
+		if h != nil && (h.Replicas != nil || h.Percentage != nil) {
+			return h.Percentage != nil
+		}
+	}
+	return false
+}
+
 // Assemble gathers everything wc is rendered from, the one way the WorkloadClass and
 // rebalance reconcilers and the CLI do: its Baseline (given, else read; nil when
 // neither has it), then, for a Baseline that decodes, the priced catalog. What a missing
 // or undecodable Baseline means is the caller's to say (a condition, a line of diff, no
-// move).
+// move). A headroom sized by percentage also gets the class's live requests (Usage).
 func (s Source) Assemble(ctx context.Context, wc *v1alpha1.WorkloadClass) (Inputs, error) {
 	in := Inputs{Inputs: render.Inputs{Class: wc, Options: s.Options}}
 	name := wc.BaselineName()
@@ -62,7 +76,17 @@ func (s Source) Assemble(ctx context.Context, wc *v1alpha1.WorkloadClass) (Input
 			return in, fmt.Errorf("getting Baseline %s: %w", name, err)
 		}
 	}
-	if in.Baseline == nil || decode.Error(in.Baseline) != "" || s.Pricing == nil {
+	if in.Baseline == nil || decode.Error(in.Baseline) != "" {
+		return in, nil
+	}
+	if s.Usage != nil && SizedByPercentage(wc, in.Baseline) {
+		usage, err := s.Usage.Requested(ctx, wc.Name)
+		if err != nil {
+			return in, err
+		}
+		in.Options.Headroom.Usage = usage
+	}
+	if s.Pricing == nil {
 		return in, nil
 	}
 	cat, fresh, err := s.Pricing.Catalog(ctx, s.Reader)

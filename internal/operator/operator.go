@@ -1,6 +1,7 @@
 // Package operator builds Poolsmith's controller-runtime manager: a cache that holds only
 // Poolsmith's objects, the NodePools, EC2NodeClasses and admission policies it manages, the
-// NodeClaims of its classes and the namespaces that name a default class (classes and
+// NodeClaims of its classes, the namespaces that name a default class and, once a class
+// sizes its headroom by percentage, bound pods trimmed to their requests (classes and
 // Baselines read item by item, internal/decode); the reconcilers
 // (WorkloadClass, Baseline, rebalance), health and readiness probes, metrics and leader
 // election. `poolsmith manager`, `make demo` and the controller tests all start it here.
@@ -89,6 +90,12 @@ var (
 	DefaultSignalsMaxAge    = 48 * time.Hour
 )
 
+// boundPods selects the pods that hold a node's resources: bound, not terminal.
+var boundPods = fields.AndSelectors(
+	fields.OneTermNotEqualSelector(observe.PodNodeField, ""),
+	fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+	fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)))
+
 // LeaderElectionID names the Lease the replicas compete for.
 const LeaderElectionID = "poolsmith.dev"
 
@@ -149,6 +156,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 			byObject[&corev1.PodTemplate{}] = inHeadroom
 			byObject[&cbv1beta1.CapacityBuffer{}] = inHeadroom
 		}
+		// The usage a percentage-sized headroom is of: bound pods that are not terminal,
+		// trimmed to their requests. The informer is built on first use (observe.Usage).
+		byObject[&corev1.Pod{}] = cache.ByObject{Field: boundPods, Transform: observe.TrimPod}
 	}
 	caps.NoDefaultPolicies = true
 	if caps.AccessRules() {
@@ -225,6 +235,15 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		return nil, fmt.Errorf("indexing WorkloadClasses by Baseline: %w", err)
 	}
 	costSignals := &signals.Provider{ConfigMap: opts.SignalsConfigMap, Region: opts.Region, MaxAge: opts.SignalsMaxAge, Now: opts.Now}
+	var usage *observe.Usage
+	if caps.HeadroomOn() {
+		usage = &observe.Usage{NodeClaims: mgr.GetClient(), Pods: mgr.GetClient(), Namespace: caps.HeadroomNamespaceOrDefault(),
+			Index: func(ctx context.Context) error {
+				return mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, observe.PodNodeField, func(o client.Object) []string {
+					return []string{o.(*corev1.Pod).Spec.NodeName}
+				})
+			}}
+	}
 	if err := (&controllers.WorkloadClassReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
@@ -233,6 +252,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		Signals:                 costSignals,
 		Validator:               opts.Validator,
 		Capabilities:            caps,
+		Usage:                   usage,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the WorkloadClass controller: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/capabilities"
 	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/cost"
 	"github.com/poolsmith/poolsmith/internal/headroom"
 )
 
@@ -57,6 +58,11 @@ type Headroom struct {
 	Window       string
 	NextChange   time.Time
 	PendingSince *time.Time
+	// UnitPrice is what one unit costs per hour on the rung (cost.PerUnit), and
+	// PriceSource names the type and where its price came from; 0 and "" when the rung's
+	// types have no price in the region.
+	UnitPrice   float64
+	PriceSource string
 	// Objects are the children, in the headroom namespace: the placeholder Deployment
 	// (Pods), or the PodTemplate and the CapacityBuffer that refers to it (CapacityBuffer).
 	Objects []client.Object
@@ -174,6 +180,10 @@ func (r *renderer) headroom(t *template, rungs []Rung, add func(path, value stri
 		r.invalid("spec.headroom.podShape", fmt.Sprintf("%s fits on no instance type rung %s allows, after Karpenter's overhead", describeShape(h.Shape), rung.Name))
 		return nil
 	}
+
+	h.UnitPrice, h.PriceSource, _ = cost.PerUnit(r.catalog, r.region, plain(rungRequirements(t, rung)), func(ty *catalog.InstanceType) float64 {
+		return headroom.UnitsOf(ty, h.Shape)
+	})
 
 	now := ho.Now
 	sched, err := headroom.ParseSchedule(spec.Schedule, nowOr(now))

@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/headroom"
 	"github.com/poolsmith/poolsmith/internal/render"
 )
 
@@ -310,5 +312,30 @@ func TestHeadroomGoldens(t *testing.T) {
 			}
 			golden(t, file, strings.Join(docs, "---\n"))
 		})
+	}
+}
+
+// The unit is priced on its rung: the type PriceSource names, at the rung's capacity
+// type, divided by the units one node of it holds.
+func TestHeadroomUnitPrice(t *testing.T) {
+	wc := class("ci", v1alpha1.ProfileBurstableCI, withHeadroom(v1alpha1.Headroom{Replicas: ptr.To[int32](2),
+		PodShape: &v1alpha1.HeadroomPodShape{CPU: ptr.To(resource.MustParse("1")), Memory: ptr.To(resource.MustParse("2Gi"))}}))
+	res, err := renderHeadroom(t, baseline(), wc, podsHeadroom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := res.Headroom
+	ct, rest, _ := strings.Cut(h.PriceSource, " ")
+	name, source, _ := strings.Cut(rest, ": ")
+	ty, price := cat.Types[name], cat.Prices[catalog.DefaultRegion][name]
+	if top := catalog.PinnedCapacityType(res.NodePools[0].Spec.Template.Spec.Requirements); ty == nil || ct != top || top != "spot" {
+		t.Fatalf("unit price %v from %q; the top rung is %s", h.UnitPrice, h.PriceSource, top)
+	}
+	if want := price.SpotAvg / headroom.UnitsOf(ty, h.Shape); source != price.SpotSource || h.UnitPrice != want {
+		t.Errorf("unit price %v from %q, want %v (%s spot %v / %v units) from %q", h.UnitPrice, h.PriceSource, want, name, price.SpotAvg, headroom.UnitsOf(ty, h.Shape), price.SpotSource)
 	}
 }

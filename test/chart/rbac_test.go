@@ -48,6 +48,9 @@ type rbacInstall struct {
 	objs    []manifest.Object
 	sa      types.NamespacedName
 	signals types.NamespacedName
+	// headroom is the headroom namespace the install's Role is in, when it installs one
+	// (chartHeadroomRBAC); the manager then runs with --headroom=pods there.
+	headroom string
 }
 
 // chartRBAC is what charts/poolsmith renders for release rbac in namespace poolsmith-chart.
@@ -192,6 +195,12 @@ func (in rbacInstall) apply(t *testing.T, without *grant, ns, prefix string) rba
 		t.Fatal(err)
 	}
 	out := rbacInstall{name: in.name, sa: types.NamespacedName{Namespace: ns, Name: in.sa.Name}, signals: types.NamespacedName{Namespace: ns, Name: in.signals.Name}}
+	if in.headroom != "" {
+		out.headroom = ns + "-hr"
+		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: out.headroom, Labels: map[string]string{scenarioLabel: prefix}}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
 	for _, o := range in.objs {
 		u := o.Unstructured.DeepCopy()
 		if without != nil && u.GetKind() == without.Kind && u.GetName() == without.Role && u.GetNamespace() == without.Namespace {
@@ -217,6 +226,8 @@ func (in rbacInstall) apply(t *testing.T, without *grant, ns, prefix string) rba
 			u.SetName(prefix + "-" + u.GetName())
 		case in.sa.Namespace:
 			u.SetNamespace(ns)
+		case in.headroom:
+			u.SetNamespace(out.headroom)
 		default:
 			t.Fatalf("%s: the sweep moves namespaced RBAC to the scenario's namespace and expects it all in %s, with the ServiceAccount", o.Where(), in.sa.Namespace)
 		}
@@ -265,7 +276,7 @@ func (e errDetected) Error() string { return "the manager reported it in " + e.w
 const scenarioLabel = "test.poolsmith.dev/rbac-scenario"
 
 // extraClasses are the classes run makes beside the samples.
-var extraClasses = []string{"collide", "collide-ov", "rebalance", "restricted", "blocked", "orphaning"}
+var extraClasses = []string{"collide", "collide-ov", "rebalance", "restricted", "blocked", "orphaning", "headroom", "headroom-collide"}
 
 // scenario drives the manager through everything its RBAC exists for. Scenarios run side
 // by side on one API server: each has its own namespace (ServiceAccount, Roles, Lease,
@@ -524,10 +535,14 @@ func (s *scenario) run() error {
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: s.user}
 	cfg.Wrap(s.isolate)
 	mctx, cancel := context.WithCancel(ctx)
+	caps := capabilities.Capabilities{NodeOverlays: true}
+	if in.headroom != "" {
+		caps.Headroom, caps.HeadroomNamespace = v1alpha1.HeadroomPods, in.headroom
+	}
 	mgr, err := operator.New(mctx, cfg, operator.Options{
 		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
 		LeaderElection: true, LeaderElectionNamespace: in.sa.Namespace,
-		SignalsConfigMap: in.signals, Capabilities: capabilities.Capabilities{NodeOverlays: true}, MaxConcurrentReconciles: 4,
+		SignalsConfigMap: in.signals, Capabilities: caps, MaxConcurrentReconciles: 4,
 	})
 	if err != nil {
 		cancel()
@@ -579,6 +594,11 @@ func (s *scenario) run() error {
 			c, gen, err := condition(name, v1alpha1.ConditionSynced)
 			return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen, err
 		}); err != nil {
+			return err
+		}
+	}
+	if in.headroom != "" {
+		if err := s.headroom(apply); err != nil {
 			return err
 		}
 	}
@@ -1127,9 +1147,13 @@ var sweepSlots = make(chan struct{}, sweepWidth)
 // refusal, naming the verb and resource, in its log or a class's condition. The
 // scenarios run side by side, each with its own install (newScenario), named tag<n>.
 func everyGrantIsNeeded(t *testing.T, in rbacInstall, tag string) {
+	sweep(t, in, tag, grants(in.objs))
+}
+
+// sweep is everyGrantIsNeeded for the grants gs of in.
+func sweep(t *testing.T, in rbacInstall, tag string, gs []grant) {
 	t.Parallel()
 	start := time.Now()
-	gs := grants(in.objs)
 	sort.Slice(gs, func(i, j int) bool { return gs[i].String() < gs[j].String() })
 	var wg sync.WaitGroup
 	for i, g := range gs {
