@@ -69,6 +69,9 @@ type WorkloadClassReconciler struct {
 	// Capabilities are what the cluster serves and the operator enables (NodeOverlays,
 	// AccessRules, namespace defaults), built once by the operator.
 	Capabilities capabilities.Capabilities
+	// CommitmentOpenDwell is how long two nodes of room must hold before an Exhausted
+	// commitment is Open again for a class (--commitment-open-dwell); 0: 5 minutes.
+	CommitmentOpenDwell time.Duration
 
 	// taken holds the UIDs of classes whose last pass met a name held by another object.
 	taken sync.Map
@@ -275,8 +278,10 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 		return o, ctrl.Result{}, err
 	}
 	o.Signals, o.CostBased = &in.Freshness, res.CostBased
+	o.Commitments = in.Coverage
 	wc.Status.Headroom = headroomStatus(res, out.Live)
 	result := requeueForHeadroom(ctrl.Result{}, res, wc, in.Inputs.Options.Headroom.Now)
+	result = requeueForCommitments(result, in.Coverage, r.CommitmentOpenDwell, in.Inputs.Options.Headroom.Now)
 	return o, requeueForStaleness(result, in.Freshness, r.Signals.Clock()), nil
 }
 
@@ -413,9 +418,13 @@ func (r *WorkloadClassReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// nothing on the NodePool when its status.nodes already read 0), and status counts
 		// each rung's NodeClaims.
 		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(classOfNodeClaim), builder.WithPredicates(createsAndDeletes)).
-		// A class with a budget is also priced again when one of its NodeClaims launches
-		// (Karpenter sets its instance type): that is when it starts to cost.
-		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(r.budgetedClassOfNodeClaim), builder.WithPredicates(launches)).
+		// A class with a budget, or whose Baseline declares commitments, is also priced
+		// again when one of its NodeClaims launches (Karpenter sets its instance type):
+		// that is when it starts to cost, and to use a commitment.
+		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(r.pricedClassOfNodeClaim), builder.WithPredicates(launches)).
+		// A class's part of each commitment depends on its Baseline's other classes (their
+		// teams, allocations and opt-outs).
+		Watches(&v1alpha1.WorkloadClass{}, handler.EnqueueRequestsFromMapFunc(r.siblingsSharingCommitments), builder.WithPredicates(entitlementChanges)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
 }
@@ -436,9 +445,10 @@ var launches = predicate.Funcs{
 	},
 }
 
-// budgetedClassOfNodeClaim is classOfNodeClaim for classes with a budget (their own, or
-// their Baseline's ceiling): others do not price their NodeClaims.
-func (r *WorkloadClassReconciler) budgetedClassOfNodeClaim(ctx context.Context, obj client.Object) []reconcile.Request {
+// pricedClassOfNodeClaim is classOfNodeClaim for classes with a budget (their own, or
+// their Baseline's ceiling) or whose Baseline declares commitments: others do not price
+// their NodeClaims, so a cluster without either has no traffic from launches.
+func (r *WorkloadClassReconciler) pricedClassOfNodeClaim(ctx context.Context, obj client.Object) []reconcile.Request {
 	reqs := classOfNodeClaim(ctx, obj)
 	wc := &v1alpha1.WorkloadClass{}
 	if len(reqs) == 0 || r.Get(ctx, reqs[0].NamespacedName, wc) != nil {
@@ -447,6 +457,9 @@ func (r *WorkloadClassReconciler) budgetedClassOfNodeClaim(ctx context.Context, 
 	baseline := &v1alpha1.Baseline{}
 	if r.Get(ctx, client.ObjectKey{Name: wc.BaselineName()}, baseline) != nil {
 		baseline = nil
+	}
+	if baseline != nil && baseline.Spec.Commitments != nil {
+		return reqs
 	}
 	if budget, _ := render.ClassBudget(baseline, wc); budget == nil {
 		return nil
@@ -478,4 +491,36 @@ func (r *WorkloadClassReconciler) event(wc *v1alpha1.WorkloadClass, related clie
 	if r.Recorder != nil {
 		r.Recorder.Eventf(wc, related, eventtype, reason, action, format, args...)
 	}
+}
+
+// entitlementChanges passes what changes the split of a Baseline's commitments: a class
+// created or deleted, its labels (its team, the allocations' selectors) or its spec (its
+// Baseline, spec.weighting.commitments) changed.
+var entitlementChanges = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() || !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
+	},
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// siblingsSharingCommitments are the other classes of the class's Baseline when it
+// declares commitments: their entitlements change with it. A class moved to another
+// Baseline is seen under its new one only; the old one's classes catch up at their next
+// pass.
+func (r *WorkloadClassReconciler) siblingsSharingCommitments(ctx context.Context, obj client.Object) []reconcile.Request {
+	wc, ok := obj.(*v1alpha1.WorkloadClass)
+	if !ok {
+		return nil
+	}
+	baseline := &v1alpha1.Baseline{}
+	if r.Get(ctx, client.ObjectKey{Name: wc.BaselineName()}, baseline) != nil || baseline.Spec.Commitments == nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, req := range r.classesForBaseline(ctx, baseline) {
+		if req.Name != wc.Name {
+			out = append(out, req)
+		}
+	}
+	return out
 }

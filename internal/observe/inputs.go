@@ -34,6 +34,10 @@ type Source struct {
 	Pricing Pricing
 	// Options are the rest of what the cluster knows: region, usage, capabilities.
 	Options render.Options
+	// Tracking, when set, tracks the class's commitments as the manager does (coverage
+	// from its NodeClaims, states from its status); without it commitments are as Options
+	// say (offline in the CLI, ranking nothing in rebalance).
+	Tracking *Tracking
 }
 
 // Inputs are a class's render inputs and the verdict on the signals that priced them.
@@ -41,6 +45,9 @@ type Inputs struct {
 	render.Inputs
 	// Freshness is Pricing's verdict (SignalsCurrent); zero without Pricing.
 	Freshness signals.Freshness
+	// Coverage is what Tracking found of the class's commitments; nil without Tracking or
+	// when the Baseline declares none.
+	Coverage *Coverage
 }
 
 // Assemble gathers everything wc is rendered from, the one way the WorkloadClass and
@@ -62,13 +69,20 @@ func (s Source) Assemble(ctx context.Context, wc *v1alpha1.WorkloadClass) (Input
 			return in, fmt.Errorf("getting Baseline %s: %w", name, err)
 		}
 	}
-	if in.Baseline == nil || decode.Error(in.Baseline) != "" || s.Pricing == nil {
+	if in.Baseline == nil || decode.Error(in.Baseline) != "" {
 		return in, nil
 	}
-	cat, fresh, err := s.Pricing.Catalog(ctx, s.Reader)
-	if err != nil {
-		return in, err
+	if s.Pricing != nil {
+		cat, fresh, err := s.Pricing.Catalog(ctx, s.Reader)
+		if err != nil {
+			return in, err
+		}
+		in.Options.Catalog, in.Freshness = cat, fresh
 	}
-	in.Options.Catalog, in.Freshness = cat, fresh
+	if s.Tracking != nil && in.Baseline.Spec.Commitments != nil && s.Reader != nil {
+		if err := s.coverage(ctx, &in, in.Options.Catalog); err != nil {
+			return in, err
+		}
+	}
 	return in, nil
 }

@@ -67,6 +67,9 @@ type Options struct {
 	SignalsConfigMap types.NamespacedName
 	// SignalsMaxAge is how old signals may be; default 48h.
 	SignalsMaxAge time.Duration
+	// CommitmentOpenDwell is how long two nodes of room must hold before an Exhausted
+	// commitment is Open again for a class; default 5m (commitment.DefaultOpenDwell).
+	CommitmentOpenDwell time.Duration
 	// Now is the controller's clock (tests); time.Now when nil.
 	Now func() time.Time
 	// Capabilities are the switches the flags set (NodeOverlays, NoAccessPolicies); New
@@ -208,6 +211,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		Signals:                 costSignals,
 		Validator:               opts.Validator,
 		Capabilities:            caps,
+		CommitmentOpenDwell:     opts.CommitmentOpenDwell,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the WorkloadClass controller: %w", err)
 	}
