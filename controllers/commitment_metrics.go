@@ -54,3 +54,10 @@ func forgetClassCommitments(class string) {
 	commitmentUsed.DeletePartialMatch(prometheus.Labels{"class": class})
 	commitmentOpen.DeletePartialMatch(prometheus.Labels{"class": class})
 }
+
+// forgetBaselineCommitments removes the Baseline's pooled series (class="") and its end
+// dates.
+func forgetBaselineCommitments(baseline string) {
+	commitmentUsed.DeletePartialMatch(prometheus.Labels{"baseline": baseline, "class": ""})
+	commitmentEnd.DeletePartialMatch(prometheus.Labels{"baseline": baseline})
+}

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -174,6 +175,15 @@ var _ = Describe("Commitments in the manager", func() {
 		wc := get(&v1alpha1.WorkloadClass{}, "commit-exp")
 		Expect(wc.Status.Commitments).To(HaveLen(1))
 		Expect(wc.Status.Commitments[0].ID).To(Equal("sp-0a1b2c3d"))
+		// The Baseline names it too, at once (a change of its condition is not held).
+		Eventually(func() *metav1.Condition {
+			return meta.FindStatusCondition(get(&v1alpha1.Baseline{}, "commit-expired").Status.Conditions, v1alpha1.ConditionCommitmentsCurrent)
+		}).Should(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonCommitmentExpired))
+		var leftOut []string
+		for _, s := range get(&v1alpha1.Baseline{}, "commit-expired").Status.Commitments {
+			leftOut = append(leftOut, s.ID+": "+s.LeftOut)
+		}
+		Expect(leftOut).To(ConsistOf("sp-0a1b2c3d: ", "sp-expired: spec.commitments.savingsPlans[1].end: "+past.UTC().Format(time.RFC3339)+" is past"))
 	})
 
 	It("give each team its own part: another team's classes and nodes change neither its share nor its weights", func() {
@@ -196,5 +206,18 @@ var _ = Describe("Commitments in the manager", func() {
 		Eventually(rungWeights("commit-web-1")).Should(Equal(workedList))
 		Consistently(func() string { return figures(classCommitment("commit-team-api", "sp-0a1b2c3d")()) }).Should(Equal("Open used $0.0000/h of $0.6000/h (0.000) nodes 0"))
 		Expect(rungWeights("commit-team-api")()).To(Equal(workedOpen))
+		// The Baseline's pooled figure counts every class's nodes against the cluster's
+		// share, as the bill would: web's six nodes use more than web's part.
+		Eventually(func() string {
+			b := get(&v1alpha1.Baseline{}, "commit-teams")
+			if len(b.Status.Commitments) != 1 {
+				return fmt.Sprint(b.Status.Commitments)
+			}
+			s := b.Status.Commitments[0]
+			return fmt.Sprintf("%s %s used %s of %s (%s) nodes %d", s.ID, s.Kind, s.Used, s.Share, s.UsedRatio, s.Nodes)
+		}, 10*time.Second).Should(Equal("sp-0a1b2c3d SavingsPlan used $0.6756/h of $1.2000/h (0.563) nodes 6"))
+		Expect(gauge("poolsmith_commitment_used_ratio", map[string]string{"baseline": "commit-teams", "commitment": "sp-0a1b2c3d", "class": ""})).To(BeNumerically("~", 6*0.112608/1.2, 1e-6))
+		Expect(gauge("poolsmith_commitment_end_timestamp_seconds", map[string]string{"baseline": "commit-teams", "commitment": "sp-0a1b2c3d"})).To(BeNumerically(">", float64(time.Now().Unix())))
+		Expect(meta.FindStatusCondition(get(&v1alpha1.Baseline{}, "commit-teams").Status.Conditions, v1alpha1.ConditionCommitmentsCurrent)).To(haveCondition(metav1.ConditionTrue, v1alpha1.ReasonCommitmentsCurrent))
 	})
 })

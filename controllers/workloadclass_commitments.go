@@ -22,14 +22,8 @@ func classCommitments(cov *observe.Coverage, res *render.Result) []v1alpha1.Clas
 	for _, c := range cov.Declared {
 		ent := cov.Entitlements[c.ID]
 		used := cov.Ledger.Used[c.ID]
-		s := v1alpha1.ClassCommitmentStatus{ID: c.ID, Kind: kindOf(c), Entitlement: amountOf(c, ent), Used: amountOf(c, used), UsedRatio: ratio(used, ent)}
-		for _, ids := range cov.Ledger.By {
-			for _, id := range ids {
-				if id == c.ID {
-					s.Nodes++
-				}
-			}
-		}
+		s := v1alpha1.ClassCommitmentStatus{ID: c.ID, Kind: kindOf(c), Entitlement: amountOf(c, ent), Used: amountOf(c, used), UsedRatio: ratio(used, ent),
+			Nodes: coveredNodes(cov.Ledger, c.ID)}
 		switch st, ok := cov.States[c.ID]; {
 		case cov.Ignore:
 			s.State = v1alpha1.CommitmentIgnored
@@ -68,7 +62,8 @@ func commitmentsCondition(cov *observe.Coverage) (metav1.ConditionStatus, string
 		"left out, the class renders without them: " + strings.Join(msgs, "; ")
 }
 
-// requeueForCommitments brings the class back when an Exhausted commitment's dwell ends.
+// requeueForCommitments brings the class back when an Exhausted commitment's dwell ends,
+// and when a commitment ends.
 func requeueForCommitments(result ctrl.Result, cov *observe.Coverage, dwell time.Duration, now time.Time) ctrl.Result {
 	if cov == nil {
 		return result
@@ -77,12 +72,14 @@ func requeueForCommitments(result ctrl.Result, cov *observe.Coverage, dwell time
 		dwell = commitment.DefaultOpenDwell
 	}
 	for _, st := range cov.States {
-		if st.Open || st.OpenPendingSince.IsZero() {
-			continue
+		if !st.Open && !st.OpenPendingSince.IsZero() {
+			result.RequeueAfter = sooner(result.RequeueAfter, max(st.OpenPendingSince.Add(dwell).Sub(now), 0)+time.Second)
 		}
-		after := max(st.OpenPendingSince.Add(dwell).Sub(now), 0) + time.Second
-		if result.RequeueAfter == 0 || after < result.RequeueAfter {
-			result.RequeueAfter = after
+	}
+	// A plan that ends stops ranking then, without another event.
+	for _, c := range cov.Declared {
+		if c.End != nil {
+			result.RequeueAfter = sooner(result.RequeueAfter, c.End.Sub(now)+time.Second)
 		}
 	}
 	return result

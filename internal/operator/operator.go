@@ -226,7 +226,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the cost controller: %w", err)
 	}
-	if err := (&controllers.BaselineReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&controllers.BaselineReconciler{Client: mgr.GetClient(), Signals: costSignals}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Baseline controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
