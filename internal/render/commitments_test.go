@@ -275,7 +275,9 @@ func TestCommitmentNodes(t *testing.T) {
 			t.Errorf("nodes %v, want sp-0a1b2c3d: 0.112608", nodes)
 		}
 	}
-	ignore := workedExampleClass(func(wc *v1alpha1.WorkloadClass) { wc.Spec.Weighting = &v1alpha1.Weighting{Commitments: v1alpha1.CommitmentsIgnore} })
+	ignore := workedExampleClass(func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Weighting = &v1alpha1.Weighting{Commitments: v1alpha1.CommitmentsIgnore}
+	})
 	other := workedExampleClass(withTypes("c7g.xlarge"))
 	for _, wc := range []*v1alpha1.WorkloadClass{ignore, other} {
 		nodes, err := render.CommitmentNodes(render.Inputs{Class: wc, Baseline: baseline(workedExamplePlan("31%")), Options: render.Options{Commitments: commitmentOptionsNow()}})
@@ -285,4 +287,6 @@ func TestCommitmentNodes(t *testing.T) {
 	}
 }
 
-func commitmentOptionsNow() render.CommitmentOptions { return render.CommitmentOptions{Now: commitmentNow} }
+func commitmentOptionsNow() render.CommitmentOptions {
+	return render.CommitmentOptions{Now: commitmentNow}
+}
