@@ -150,10 +150,13 @@ var _ = Describe("Commitments in the manager", func() {
 		// At 3 it has two nodes of room: pending, then Open once that held for the dwell.
 		Expect(env.Client.Delete(ctx, nodes[3])).To(Succeed())
 		Eventually(func() *metav1.Time { return classCommitment("commit-api", "sp-0a1b2c3d")().OpenPendingSince }).ShouldNot(BeNil())
+		pending := classCommitment("commit-api", "sp-0a1b2c3d")().OpenPendingSince
 		Eventually(rungWeights("commit-api"), 2*commitmentDwell+10*time.Second).Should(Equal(workedOpen))
+		// The status is written after the NodePools, in the same pass.
+		Eventually(func() string { return figures(classCommitment("commit-api", "sp-0a1b2c3d")()) }).Should(Equal("Open used $0.3378/h of $0.6000/h (0.563) nodes 3"))
 		c = classCommitment("commit-api", "sp-0a1b2c3d")()
-		Expect(figures(c)).To(Equal("Open used $0.3378/h of $0.6000/h (0.563) nodes 3"))
 		Expect(c.OpenPendingSince).To(BeNil())
+		Expect(c.Since.Sub(pending.Time)).To(BeNumerically(">=", commitmentDwell), "opened before the dwell")
 		Eventually(classEvents("commit-api", "CommitmentOpen")).Should(Equal(1))
 	})
 
@@ -187,8 +190,11 @@ var _ = Describe("Commitments in the manager", func() {
 	})
 
 	It("give each team its own part: another team's classes and nodes change neither its share nor its weights", func() {
-		create(withWorkedExamplePlan(newBaseline("commit-teams")), workedExampleClass("commit-team-api", "commit-teams", "api"),
-			workedExampleClass("commit-web-1", "commit-teams", "web"))
+		web1 := workedExampleClass("commit-web-1", "commit-teams", "web")
+		// Between what web's six nodes cost at list ($0.9792/h) and at their effective
+		// price ($0.8893/h): the budget is judged on the effective one.
+		web1.Spec.Budget = &v1alpha1.Budget{PerHour: "0.90", Mode: v1alpha1.BudgetWarn}
+		create(withWorkedExamplePlan(newBaseline("commit-teams")), workedExampleClass("commit-team-api", "commit-teams", "api"), web1)
 		waitSynced("commit-team-api")
 		waitSynced("commit-web-1")
 		Eventually(func() string { return classCommitment("commit-web-1", "sp-0a1b2c3d")().Entitlement }).Should(Equal("$0.6000/h"))
@@ -204,6 +210,21 @@ var _ = Describe("Commitments in the manager", func() {
 		}
 		Eventually(func() string { return figures(classCommitment("commit-web-1", "sp-0a1b2c3d")()) }).Should(Equal("Exhausted used $0.2000/h of $0.2000/h (1.000) nodes 2"))
 		Eventually(rungWeights("commit-web-1")).Should(Equal(workedList))
+		// Cost: node 1 drawn whole ($0.112608), node 2 for $0.087392 and its rest at list,
+		// nodes 3 to 6 at list: $0.2000 + 0.2239 x 0.1632 + 4 x 0.1632 = $0.8893/h.
+		Eventually(func() string {
+			c := get(&v1alpha1.WorkloadClass{}, "commit-web-1").Status.Cost
+			if c == nil {
+				return ""
+			}
+			return fmt.Sprintf("list %s effective %s unused %s", c.PerHour, c.EffectivePerHour, c.UnusedEntitlementPerHour)
+		}, 20*time.Second).Should(Equal("list 0.9792 effective 0.8893 unused 0.0000"))
+		Eventually(condition("commit-web-1", v1alpha1.ConditionBudgetExceeded)).Should(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonUnderBudget))
+		Consistently(condition("commit-web-1", v1alpha1.ConditionBudgetExceeded)).Should(haveCondition(metav1.ConditionFalse, v1alpha1.ReasonUnderBudget))
+		api := get(&v1alpha1.WorkloadClass{}, "commit-team-api").Status.Cost
+		if api != nil { // no NodeClaim: the cost controller may write none
+			Expect(api.UnusedEntitlementPerHour).To(Or(BeEmpty(), Equal("0.6000")))
+		}
 		Consistently(func() string { return figures(classCommitment("commit-team-api", "sp-0a1b2c3d")()) }).Should(Equal("Open used $0.0000/h of $0.6000/h (0.000) nodes 0"))
 		Expect(rungWeights("commit-team-api")()).To(Equal(workedOpen))
 		// The Baseline's pooled figure counts every class's nodes against the cluster's

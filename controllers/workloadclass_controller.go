@@ -227,7 +227,9 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 		return o, ctrl.Result{}, reconcile.TerminalError(errors.New(msg))
 	}
 	in.Inputs.Options.Headroom.Now = r.Signals.Clock()
-	out, err := r.cluster(wc).Plan(ctx, in.Inputs)
+	cl := r.cluster(wc)
+	cl.Coverage = in.Coverage
+	out, err := cl.Plan(ctx, in.Inputs)
 	if err != nil {
 		var rerrs render.Errors
 		if errors.As(err, &rerrs) {

@@ -12,6 +12,7 @@ import (
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/commitment"
+	"github.com/poolsmith/poolsmith/internal/cost"
 	"github.com/poolsmith/poolsmith/internal/render"
 )
 
@@ -24,6 +25,8 @@ type Tracking struct {
 	// Dwell is how long two nodes of room must hold before an Exhausted commitment is Open
 	// again (the manager's --commitment-open-dwell); commitment.DefaultOpenDwell when 0.
 	Dwell time.Duration
+	// LedgerOnly stops at the coverage (cost's input): no states, no render.
+	LedgerOnly bool
 }
 
 // Coverage is what Assemble found of a class's commitments: the render's input
@@ -101,7 +104,7 @@ func (s Source) coverage(ctx context.Context, in *Inputs, cat *catalog.Catalog) 
 	cov.Ledger = commitment.Allocate(cov.Nodes, cov.Declared, region, cov.Entitlements)
 	in.Options.Commitments = render.CommitmentOptions{Now: t.Now, Entitlements: cov.Entitlements, States: map[string]commitment.State{}}
 	in.Options.Catalog, in.Options.Region = cat, region
-	if cov.Ignore {
+	if cov.Ignore || t.LedgerOnly {
 		return nil
 	}
 	if cov.NodeDraw, err = render.CommitmentNodes(in.Inputs); err != nil {
@@ -186,4 +189,16 @@ func CommitmentNodes(claims []karpv1.NodeClaim, cat *catalog.Catalog, region str
 			CapacityType: nc.Labels[karpv1.CapacityTypeLabelKey], OnDemand: p.OnDemand})
 	}
 	return out
+}
+
+// CostInput adds the coverage to what cost prices the class from: its ledger and the
+// entitlement its nodes leave unused. cat and region are the ones the coverage was
+// computed with.
+func (c *Coverage) CostInput(in cost.Input) cost.Input {
+	if c == nil {
+		return in
+	}
+	in.Coverage = &c.Ledger
+	in.UnusedEntitlement = c.Ledger.Unused(c.Declared, c.Entitlements, in.Catalog, in.Region)
+	return in
 }
