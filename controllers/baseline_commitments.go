@@ -172,14 +172,8 @@ func sooner(a, b time.Duration) time.Duration {
 // baselineOfNodeClaim is the Baseline of a NodeClaim's class, when it declares
 // commitments: its pooled coverage moves with the node.
 func (r *BaselineReconciler) baselineOfNodeClaim(ctx context.Context, obj client.Object) []reconcile.Request {
-	reqs := classOfNodeClaim(ctx, obj)
-	wc := &v1alpha1.WorkloadClass{}
-	if len(reqs) == 0 || r.Get(ctx, reqs[0].NamespacedName, wc) != nil {
-		return nil
+	if _, b := classAndBaseline(ctx, r, obj); b != nil && b.Spec.Commitments != nil {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: b.Name}}}
 	}
-	b := &v1alpha1.Baseline{}
-	if r.Get(ctx, client.ObjectKey{Name: wc.BaselineName()}, b) != nil || b.Spec.Commitments == nil {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: b.Name}}}
+	return nil
 }

@@ -40,7 +40,7 @@ import (
 const FieldManager = "poolsmith"
 
 // BaselineIndex indexes WorkloadClasses by the name of the Baseline they use.
-const BaselineIndex = "spec.baselineRef.name"
+const BaselineIndex = observe.BaselineIndex
 
 // conflictRequeue is how soon a class blocked by a foreign object looks again: objects
 // Poolsmith does not own carry no label its cache selects, so no event announces their
@@ -451,22 +451,32 @@ var launches = predicate.Funcs{
 // their Baseline's ceiling) or whose Baseline declares commitments: others do not price
 // their NodeClaims, so a cluster without either has no traffic from launches.
 func (r *WorkloadClassReconciler) pricedClassOfNodeClaim(ctx context.Context, obj client.Object) []reconcile.Request {
-	reqs := classOfNodeClaim(ctx, obj)
-	wc := &v1alpha1.WorkloadClass{}
-	if len(reqs) == 0 || r.Get(ctx, reqs[0].NamespacedName, wc) != nil {
+	wc, baseline := classAndBaseline(ctx, r, obj)
+	if wc == nil {
 		return nil
 	}
-	baseline := &v1alpha1.Baseline{}
-	if r.Get(ctx, client.ObjectKey{Name: wc.BaselineName()}, baseline) != nil {
-		baseline = nil
-	}
 	if baseline != nil && baseline.Spec.Commitments != nil {
-		return reqs
+		return classOfNodeClaim(ctx, obj)
 	}
 	if budget, _ := render.ClassBudget(baseline, wc); budget == nil {
 		return nil
 	}
-	return reqs
+	return classOfNodeClaim(ctx, obj)
+}
+
+// classAndBaseline are a NodeClaim's class (nil when it has none, or it is gone) and that
+// class's Baseline (nil when it does not exist), read from the cache.
+func classAndBaseline(ctx context.Context, c client.Reader, obj client.Object) (*v1alpha1.WorkloadClass, *v1alpha1.Baseline) {
+	reqs := classOfNodeClaim(ctx, obj)
+	wc := &v1alpha1.WorkloadClass{}
+	if len(reqs) == 0 || c.Get(ctx, reqs[0].NamespacedName, wc) != nil {
+		return nil, nil
+	}
+	baseline := &v1alpha1.Baseline{}
+	if c.Get(ctx, client.ObjectKey{Name: wc.BaselineName()}, baseline) != nil {
+		return wc, nil
+	}
+	return wc, baseline
 }
 
 // classOfNodeClaim is the class a NodeClaim's rung belongs to, from its inherited label.

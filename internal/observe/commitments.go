@@ -146,11 +146,18 @@ func StatesOf(status []v1alpha1.ClassCommitmentStatus) map[string]commitment.Sta
 	return out
 }
 
-// baselineClasses are the classes that use the Baseline, as Entitlements needs them.
+// BaselineIndex is the field index of WorkloadClasses by the name of the Baseline they
+// use, which the manager's cache registers.
+const BaselineIndex = "spec.baselineRef.name"
+
+// baselineClasses are the classes that use the Baseline, as Entitlements needs them: by
+// the cache's index, else (a client without it) from the list of every class.
 func baselineClasses(ctx context.Context, r client.Reader, baseline string) ([]commitment.Class, error) {
 	list := &v1alpha1.WorkloadClassList{}
-	if err := r.List(ctx, list); err != nil {
-		return nil, fmt.Errorf("listing the WorkloadClasses of Baseline %s: %w", baseline, err)
+	if err := r.List(ctx, list, client.MatchingFields{BaselineIndex: baseline}); err != nil {
+		if err := r.List(ctx, list); err != nil {
+			return nil, fmt.Errorf("listing the WorkloadClasses of Baseline %s: %w", baseline, err)
+		}
 	}
 	var out []commitment.Class
 	for i := range list.Items {
