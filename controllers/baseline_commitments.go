@@ -97,7 +97,7 @@ func (r *BaselineReconciler) commitments(ctx context.Context, b *v1alpha1.Baseli
 		out.status = append(out.status, v1alpha1.BaselineCommitmentStatus{ID: p.ID, Kind: kind, LeftOut: p.Message})
 	}
 	cond := metav1.Condition{Type: v1alpha1.ConditionCommitmentsCurrent, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonCommitmentsCurrent,
-		Message: fmt.Sprintf("%d commitments price the classes' rungs", len(declared)), ObservedGeneration: b.Generation}
+		Message: fmt.Sprintf("every commitment is in use (%d)", len(declared)), ObservedGeneration: b.Generation}
 	if len(leftOut) > 0 {
 		msgs := make([]string, len(leftOut))
 		for i, p := range leftOut {

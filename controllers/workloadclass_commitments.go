@@ -52,7 +52,7 @@ func classCommitments(cov *observe.Coverage, res *render.Result) []v1alpha1.Clas
 func commitmentsCondition(cov *observe.Coverage) (metav1.ConditionStatus, string, string) {
 	if len(cov.LeftOut) == 0 {
 		return metav1.ConditionTrue, v1alpha1.ReasonCommitmentsCurrent,
-			fmt.Sprintf("%d commitments of the Baseline price the class's rungs (%s)", len(cov.Declared), cov.Rule)
+			fmt.Sprintf("every commitment of the Baseline is in use (%d); the class's part: %s", len(cov.Declared), cov.Rule)
 	}
 	msgs := make([]string, len(cov.LeftOut))
 	for i, p := range cov.LeftOut {
