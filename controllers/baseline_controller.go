@@ -14,7 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/signals"
 )
 
 // classesSettle is how long a Baseline's class count must hold before status.classes is
@@ -25,14 +28,20 @@ const classesSettle = 2 * time.Second
 // classesMaxWait bounds how long a count that keeps moving goes unwritten.
 const classesMaxWait = 30 * time.Second
 
-// BaselineReconciler reports on each Baseline how many WorkloadClasses use it.
+// BaselineReconciler reports on each Baseline how many WorkloadClasses use it, and what
+// its classes' nodes use of its commitments.
 type BaselineReconciler struct {
 	client.Client
 	// Now is the clock settling is measured by; time.Now when nil.
 	Now func() time.Time
+	// Signals price the nodes commitments cover, as the classes' weights are priced; the
+	// embedded catalog in us-east-1 when nil.
+	Signals *signals.Provider
 
 	// counts holds, by Baseline name, the count waiting to settle (a *classCount).
 	counts sync.Map
+	// commitmentsWritten is when each Baseline's status.commitments was last written.
+	commitmentsWritten sync.Map
 }
 
 // classCount is a class count not yet written: since when it has held, and since when
@@ -52,6 +61,8 @@ func (r *BaselineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Get(ctx, req.NamespacedName, b); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.counts.Delete(req.Name)
+			r.commitmentsWritten.Delete(req.Name)
+			forgetBaselineCommitments(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -59,23 +70,39 @@ func (r *BaselineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.List(ctx, classes, client.MatchingFields{BaselineIndex: b.Name}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing WorkloadClasses of Baseline %s: %w", b.Name, err)
 	}
-	count := int32(len(classes.Items))
-	if b.Status.Classes == count && b.Status.ObservedGeneration == b.Generation {
-		r.counts.Delete(b.Name)
-		return ctrl.Result{}, nil
+	com, comWait, err := r.commitments(ctx, b, classes.Items)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	if b.Status.ObservedGeneration == b.Generation {
-		if wait := r.settle(b.Name, count); wait > 0 {
-			return ctrl.Result{RequeueAfter: wait}, nil
+	count := int32(len(classes.Items))
+	countWait, writeCount := time.Duration(0), b.Status.Classes != count || b.Status.ObservedGeneration != b.Generation
+	if !writeCount {
+		r.counts.Delete(b.Name)
+	} else if b.Status.ObservedGeneration == b.Generation {
+		if countWait = r.settle(b.Name, count); countWait > 0 {
+			writeCount = false
 		}
 	}
+	if !writeCount && com == nil {
+		return ctrl.Result{RequeueAfter: sooner(countWait, comWait)}, nil
+	}
 	patch := client.MergeFrom(b.DeepCopy())
-	b.Status.Classes, b.Status.ObservedGeneration = count, b.Generation
+	if writeCount {
+		b.Status.Classes, b.Status.ObservedGeneration = count, b.Generation
+	}
+	if com != nil {
+		com.apply(b)
+	}
 	if err := r.Status().Patch(ctx, b, patch); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("writing status of Baseline %s: %w", b.Name, err)
 	}
-	r.counts.Delete(b.Name)
-	return ctrl.Result{}, nil
+	if writeCount {
+		r.counts.Delete(b.Name)
+	}
+	if com != nil {
+		r.commitmentsWritten.Store(b.Name, r.now())
+	}
+	return ctrl.Result{RequeueAfter: sooner(countWait, comWait)}, nil
 }
 
 // settle records count as the Baseline's current one and returns how much longer it must
@@ -107,6 +134,9 @@ func (r *BaselineReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.Baseline{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.WorkloadClass{}, handler.EnqueueRequestsFromMapFunc(r.allBaselines),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A Baseline with commitments reports what its classes' nodes use of them.
+		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(r.baselineOfNodeClaim),
+			builder.WithPredicates(predicate.Or[client.Object](createsAndDeletes, launches))).
 		Complete(r)
 }
 

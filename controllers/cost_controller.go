@@ -21,6 +21,7 @@ import (
 	"github.com/poolsmith/poolsmith/internal/cost"
 	"github.com/poolsmith/poolsmith/internal/decode"
 	"github.com/poolsmith/poolsmith/internal/observe"
+	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/signals"
 )
 
@@ -119,7 +120,13 @@ func (r *CostReconciler) price(ctx context.Context, wc *v1alpha1.WorkloadClass) 
 	if err != nil {
 		return cost.Breakdown{}, err
 	}
-	in, err := observe.Cluster{Cached: r.Client, Direct: r.APIReader}.Cost(ctx, wc, cat, r.Signals.Region)
+	// The coverage the weights see (observe's tracking, without the states).
+	src, err := observe.Source{Reader: r.Client, Options: render.Options{Catalog: cat, Region: r.Signals.Region},
+		Tracking: &observe.Tracking{Now: r.now(), LedgerOnly: true}}.Assemble(ctx, wc)
+	if err != nil {
+		return cost.Breakdown{}, err
+	}
+	in, err := observe.Cluster{Cached: r.Client, Direct: r.APIReader, Coverage: src.Coverage}.Cost(ctx, wc, cat, r.Signals.Region)
 	if err != nil {
 		return cost.Breakdown{}, err
 	}

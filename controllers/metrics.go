@@ -92,6 +92,7 @@ func countError(wc *v1alpha1.WorkloadClass, err error) {
 }
 
 func forgetClass(class string) {
+	forgetClassCommitments(class)
 	classCondition.DeletePartialMatch(prometheus.Labels{"class": class})
 	rungs.DeleteLabelValues(class)
 	budgetExceeded.DeleteLabelValues(class)

@@ -68,7 +68,7 @@ func startManager() {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: render.DefaultHeadroomWriters.Manager, Groups: []string{"system:masters", "system:authenticated"}}
 	cfg.Wrap(sent.wrap)
-	mgr, err := operator.New(mgrCtx, cfg, operator.Options{MetricsAddr: "0", ProbeAddr: "0", MaxConcurrentReconciles: 4, SkipNameValidation: true, Capabilities: capabilities.Capabilities{NodeOverlays: true, Headroom: v1alpha1.HeadroomCapacityBuffer},
+	mgr, err := operator.New(mgrCtx, cfg, operator.Options{MetricsAddr: "0", ProbeAddr: "0", MaxConcurrentReconciles: 4, SkipNameValidation: true, CommitmentOpenDwell: commitmentDwell, Capabilities: capabilities.Capabilities{NodeOverlays: true, Headroom: v1alpha1.HeadroomCapacityBuffer},
 		Validator: refusing{crds}, RebalanceRecheck: suiteRebalanceRecheck, CostMinWrite: suiteCostMinWrite})
 	Expect(err).NotTo(HaveOccurred())
 	stopMgr, mgrDone = cancel, make(chan struct{})

@@ -41,7 +41,7 @@ import (
 const FieldManager = "poolsmith"
 
 // BaselineIndex indexes WorkloadClasses by the name of the Baseline they use.
-const BaselineIndex = "spec.baselineRef.name"
+const BaselineIndex = observe.BaselineIndex
 
 // conflictRequeue is how soon a class blocked by a foreign object looks again: objects
 // Poolsmith does not own carry no label its cache selects, so no event announces their
@@ -72,6 +72,9 @@ type WorkloadClassReconciler struct {
 	Capabilities capabilities.Capabilities
 	// Usage reads the live requests a percentage-sized headroom is of; nil reads none.
 	Usage *observe.Usage
+	// CommitmentOpenDwell is how long two nodes of room must hold before an Exhausted
+	// commitment is Open again for a class (--commitment-open-dwell); 0: 5 minutes.
+	CommitmentOpenDwell time.Duration
 
 	// taken holds the UIDs of classes whose last pass met a name held by another object.
 	taken sync.Map
@@ -227,7 +230,9 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 		return o, ctrl.Result{}, reconcile.TerminalError(errors.New(msg))
 	}
 	in.Inputs.Options.Headroom.Now = r.Signals.Clock()
-	out, err := r.cluster(wc).Plan(ctx, in.Inputs)
+	cl := r.cluster(wc)
+	cl.Coverage = in.Coverage
+	out, err := cl.Plan(ctx, in.Inputs)
 	if err != nil {
 		var rerrs render.Errors
 		if errors.As(err, &rerrs) {
@@ -278,11 +283,13 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 		return o, ctrl.Result{}, err
 	}
 	o.Signals, o.CostBased = &in.Freshness, res.CostBased
+	o.Commitments = in.Coverage
 	wc.Status.Headroom = headroomStatus(res, out.Live, in.Inputs.Options.Headroom.Now)
 	if err := r.headroomFigures(ctx, wc, wc.Status.Headroom, res, out.Live); err != nil {
 		return o, ctrl.Result{}, err
 	}
 	result := requeueForHeadroom(ctrl.Result{}, res, wc, in.Inputs.Options.Headroom.Now)
+	result = requeueForCommitments(result, in.Coverage, r.CommitmentOpenDwell, in.Inputs.Options.Headroom.Now)
 	return o, requeueForStaleness(result, in.Freshness, r.Signals.Clock()), nil
 }
 
@@ -424,9 +431,13 @@ func (r *WorkloadClassReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// nothing on the NodePool when its status.nodes already read 0), and status counts
 		// each rung's NodeClaims.
 		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(classOfNodeClaim), builder.WithPredicates(createsAndDeletes)).
-		// A class with a budget is also priced again when one of its NodeClaims launches
-		// (Karpenter sets its instance type): that is when it starts to cost.
-		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(r.budgetedClassOfNodeClaim), builder.WithPredicates(launches)).
+		// A class with a budget, or whose Baseline declares commitments, is also priced
+		// again when one of its NodeClaims launches (Karpenter sets its instance type):
+		// that is when it starts to cost, and to use a commitment.
+		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(r.pricedClassOfNodeClaim), builder.WithPredicates(launches)).
+		// A class's part of each commitment depends on its Baseline's other classes (their
+		// teams, allocations and opt-outs).
+		Watches(&v1alpha1.WorkloadClass{}, handler.EnqueueRequestsFromMapFunc(r.siblingsSharingCommitments), builder.WithPredicates(entitlementChanges)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
 }
@@ -447,22 +458,36 @@ var launches = predicate.Funcs{
 	},
 }
 
-// budgetedClassOfNodeClaim is classOfNodeClaim for classes with a budget (their own, or
-// their Baseline's ceiling): others do not price their NodeClaims.
-func (r *WorkloadClassReconciler) budgetedClassOfNodeClaim(ctx context.Context, obj client.Object) []reconcile.Request {
-	reqs := classOfNodeClaim(ctx, obj)
-	wc := &v1alpha1.WorkloadClass{}
-	if len(reqs) == 0 || r.Get(ctx, reqs[0].NamespacedName, wc) != nil {
+// pricedClassOfNodeClaim is classOfNodeClaim for classes with a budget (their own, or
+// their Baseline's ceiling) or whose Baseline declares commitments: others do not price
+// their NodeClaims, so a cluster without either has no traffic from launches.
+func (r *WorkloadClassReconciler) pricedClassOfNodeClaim(ctx context.Context, obj client.Object) []reconcile.Request {
+	wc, baseline := classAndBaseline(ctx, r, obj)
+	if wc == nil {
 		return nil
 	}
-	baseline := &v1alpha1.Baseline{}
-	if r.Get(ctx, client.ObjectKey{Name: wc.BaselineName()}, baseline) != nil {
-		baseline = nil
+	if baseline != nil && baseline.Spec.Commitments != nil {
+		return classOfNodeClaim(ctx, obj)
 	}
 	if budget, _ := render.ClassBudget(baseline, wc); budget == nil {
 		return nil
 	}
-	return reqs
+	return classOfNodeClaim(ctx, obj)
+}
+
+// classAndBaseline are a NodeClaim's class (nil when it has none, or it is gone) and that
+// class's Baseline (nil when it does not exist), read from the cache.
+func classAndBaseline(ctx context.Context, c client.Reader, obj client.Object) (*v1alpha1.WorkloadClass, *v1alpha1.Baseline) {
+	reqs := classOfNodeClaim(ctx, obj)
+	wc := &v1alpha1.WorkloadClass{}
+	if len(reqs) == 0 || c.Get(ctx, reqs[0].NamespacedName, wc) != nil {
+		return nil, nil
+	}
+	baseline := &v1alpha1.Baseline{}
+	if c.Get(ctx, client.ObjectKey{Name: wc.BaselineName()}, baseline) != nil {
+		return wc, nil
+	}
+	return wc, baseline
 }
 
 // classOfNodeClaim is the class a NodeClaim's rung belongs to, from its inherited label.
@@ -489,4 +514,36 @@ func (r *WorkloadClassReconciler) event(wc *v1alpha1.WorkloadClass, related clie
 	if r.Recorder != nil {
 		r.Recorder.Eventf(wc, related, eventtype, reason, action, format, args...)
 	}
+}
+
+// entitlementChanges passes what changes the split of a Baseline's commitments: a class
+// created or deleted, its labels (its team, the allocations' selectors) or its spec (its
+// Baseline, spec.weighting.commitments) changed.
+var entitlementChanges = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() || !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
+	},
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// siblingsSharingCommitments are the other classes of the class's Baseline when it
+// declares commitments: their entitlements change with it. A class moved to another
+// Baseline is seen under its new one only; the old one's classes catch up at their next
+// pass.
+func (r *WorkloadClassReconciler) siblingsSharingCommitments(ctx context.Context, obj client.Object) []reconcile.Request {
+	wc, ok := obj.(*v1alpha1.WorkloadClass)
+	if !ok {
+		return nil
+	}
+	baseline := &v1alpha1.Baseline{}
+	if r.Get(ctx, client.ObjectKey{Name: wc.BaselineName()}, baseline) != nil || baseline.Spec.Commitments == nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, req := range r.classesForBaseline(ctx, baseline) {
+		if req.Name != wc.Name {
+			out = append(out, req)
+		}
+	}
+	return out
 }

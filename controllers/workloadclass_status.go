@@ -13,6 +13,7 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/cost"
+	"github.com/poolsmith/poolsmith/internal/observe"
 	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/render"
 	"github.com/poolsmith/poolsmith/internal/signals"
@@ -50,6 +51,9 @@ type outcome struct {
 	// Budget is the class's cost against its spec.budget, as the applied render held it
 	// (or not); nil without a budget or when the pass applied nothing.
 	Budget *cost.Verdict
+	// Commitments are what the pass tracked of the Baseline's commitments for the class
+	// (observe.Coverage); nil when the Baseline declares none.
+	Commitments *observe.Coverage
 }
 
 // failure is a Synced=False verdict: its reason and message.
@@ -168,6 +172,19 @@ func setStatus(wc *v1alpha1.WorkloadClass, o outcome, err error) (newFailure boo
 		}
 	}
 
+	if o.Applied {
+		if cov := o.Commitments; cov == nil {
+			st.Commitments = nil
+			meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionCommitmentsCurrent)
+		} else {
+			// Commitments never stall the class: an entry left out is named here, and the
+			// class renders without it.
+			st.Commitments = classCommitments(cov, o.Rendered)
+			s, reason, message := commitmentsCondition(cov)
+			set(v1alpha1.ConditionCommitmentsCurrent, s, reason, message)
+		}
+	}
+
 	if o.Applied && err == nil {
 		st.ObservedGeneration = wc.Generation
 	}
@@ -262,6 +279,7 @@ func (r *WorkloadClassReconciler) report(wc *v1alpha1.WorkloadClass, o outcome, 
 	if o.Ladder && o.Rendered != nil {
 		rungs.WithLabelValues(wc.Name).Set(float64(len(o.Rendered.NodePools)))
 	}
+	r.announceCommitments(wc, o)
 }
 
 // readiness is Ready True only when Karpenter reports every child Ready; False names the
@@ -322,7 +340,7 @@ func childReady(conds []status.Condition) (metav1.ConditionStatus, string) {
 func rungStatuses(res *render.Result, live plan.Children, retiring []*karpv1.NodePool) []v1alpha1.RungStatus {
 	var out []v1alpha1.RungStatus
 	for _, rung := range res.Rungs {
-		s := v1alpha1.RungStatus{Name: rung.Name, Weight: rung.Weight, CapacityType: rung.CapacityType, Arch: rung.Arch, Slice: rung.Slice, Ready: metav1.ConditionUnknown, PriceSources: rung.PriceSources,
+		s := v1alpha1.RungStatus{Name: rung.Name, Weight: rung.Weight, CapacityType: rung.CapacityType, Arch: rung.Arch, Slice: rung.Slice, Ready: metav1.ConditionUnknown, PriceSources: rung.PriceSources, Commitment: rung.Commitment,
 			Nodes: int32(len(live.NodeClaims[rung.Name]))}
 		s.Reason = fmt.Sprintf("weight %d: %s", rung.Weight, rung.WeightReason)
 		if np, ok := live.NodePools[rung.Name]; ok {

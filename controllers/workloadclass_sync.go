@@ -26,7 +26,8 @@ import (
 // Baseline from the cache, the catalog priced by the signals, the capabilities.
 func (r *WorkloadClassReconciler) source() observe.Source {
 	return observe.Source{Reader: r.Client, Pricing: r.Signals, Usage: r.Usage,
-		Options: render.Options{Region: r.Signals.Region, Capabilities: r.Capabilities}}
+		Options:  render.Options{Region: r.Signals.Region, Capabilities: r.Capabilities},
+		Tracking: &observe.Tracking{Now: r.Signals.Clock(), Dwell: r.CommitmentOpenDwell}}
 }
 
 // cluster is where the reconciler reads children for wc: the cache, and the API server

@@ -104,6 +104,15 @@ type BaselineStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// commitments report each of spec.commitments for the whole Baseline: this cluster's
+	// share and what its classes' nodes use of it (docs/commitments.md). Written at most
+	// once a minute, when a rounded figure changed.
+	// +listType=map
+	// +listMapKey=id
+	// +kubebuilder:validation:MaxItems=70
+	// +optional
+	Commitments []BaselineCommitmentStatus `json:"commitments,omitempty"`
 }
 
 // Baseline holds what every node must have: the IAM role or instance profile, subnet and

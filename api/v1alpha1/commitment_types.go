@@ -242,3 +242,88 @@ const (
 	// CommitmentsIgnore prices the class at list prices and gives up its entitlement.
 	CommitmentsIgnore CommitmentUse = "Ignore"
 )
+
+// Commitment states in status.commitments[].state.
+const (
+	// CommitmentOpen: the commitment has room for the class's next node, so the rungs it
+	// covers rank by its price.
+	CommitmentOpen = "Open"
+	// CommitmentExhausted: less than one node of room was left; the class's rungs rank at
+	// list prices until two nodes of room have held for the manager's
+	// --commitment-open-dwell.
+	CommitmentExhausted = "Exhausted"
+	// CommitmentIgnored: the class sets spec.weighting.commitments: Ignore.
+	CommitmentIgnored = "Ignored"
+)
+
+// Commitment kinds in status.commitments[].kind.
+const (
+	CommitmentKindSavingsPlan      = "SavingsPlan"
+	CommitmentKindReservedInstance = "ReservedInstance"
+)
+
+// ClassCommitmentStatus is one of the Baseline's commitments as it applies to the class:
+// its part of the share, how much of it the class's nodes use, and the state that ranks
+// the class's rungs. Figures are US dollars per hour for a Savings Plan ("$0.6000/h") and
+// normalized units for a Reserved Instance ("8 units"). See docs/commitments.md.
+type ClassCommitmentStatus struct {
+	// id of the Savings Plan or Reserved Instance.
+	ID string `json:"id"`
+	// kind is SavingsPlan or ReservedInstance.
+	Kind string `json:"kind"`
+	// state is Open, Exhausted or Ignored.
+	// +optional
+	State string `json:"state,omitempty"`
+	// since is when the state last changed.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+	// openPendingSince is when an Exhausted commitment first had two nodes of room in the
+	// current stretch; it opens once that has held for the dwell.
+	// +optional
+	OpenPendingSince *metav1.Time `json:"openPendingSince,omitempty"`
+	// entitlement is the class's part of this cluster's share.
+	// +optional
+	Entitlement string `json:"entitlement,omitempty"`
+	// used is what the class's nodes draw from its entitlement.
+	// +optional
+	Used string `json:"used,omitempty"`
+	// usedRatio is used over entitlement, from 0 to 1, e.g. "0.375".
+	// +optional
+	UsedRatio string `json:"usedRatio,omitempty"`
+	// nodes the commitment covers, wholly or in part.
+	// +optional
+	Nodes int32 `json:"nodes,omitempty"`
+	// rungs the commitment priced (ranked by a committed price) in the last render.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Rungs []string `json:"rungs,omitempty"`
+}
+
+// BaselineCommitmentStatus is one commitment for the whole Baseline: this cluster's share
+// and what all its classes' nodes draw from it, in AWS's order of application.
+type BaselineCommitmentStatus struct {
+	// id of the Savings Plan or Reserved Instance.
+	ID string `json:"id"`
+	// kind is SavingsPlan or ReservedInstance.
+	Kind string `json:"kind"`
+	// share is this cluster's part of the commitment.
+	// +optional
+	Share string `json:"share,omitempty"`
+	// used is what the Baseline's classes' nodes draw from the share.
+	// +optional
+	Used string `json:"used,omitempty"`
+	// usedRatio is used over share, from 0 to 1.
+	// +optional
+	UsedRatio string `json:"usedRatio,omitempty"`
+	// nodes the commitment covers, wholly or in part.
+	// +optional
+	Nodes int32 `json:"nodes,omitempty"`
+	// end is when the commitment ends, if declared.
+	// +optional
+	End *metav1.Time `json:"end,omitempty"`
+	// leftOut says why the manager prices nothing with this entry (it has ended, or lacks
+	// the facts to price), naming the field; empty for an entry in use.
+	// +optional
+	LeftOut string `json:"leftOut,omitempty"`
+}

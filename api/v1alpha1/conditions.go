@@ -16,6 +16,22 @@ const (
 	// ConditionBudgetExceeded is True while the class costs its spec.budget or more; absent
 	// without a budget.
 	ConditionBudgetExceeded = "BudgetExceeded"
+	// ConditionCommitmentsCurrent is True when every Savings Plan and Reserved Instance of
+	// the Baseline prices the class's rungs; False names an entry the manager leaves out
+	// (the class keeps rendering without it). Absent when the Baseline declares none. The
+	// Baseline carries it too.
+	ConditionCommitmentsCurrent = "CommitmentsCurrent"
+)
+
+// Reasons for the CommitmentsCurrent condition.
+const (
+	// ReasonCommitmentsCurrent (True): every declared commitment is in use.
+	ReasonCommitmentsCurrent = "Current"
+	// ReasonCommitmentExpired (False): a commitment's end is past; it is left out.
+	ReasonCommitmentExpired = "Expired"
+	// ReasonCommitmentUnresolved (False): an entry lacks the facts to price anything (a
+	// Savings Plan without type, a percent share without its commitment); it is left out.
+	ReasonCommitmentUnresolved = "Unresolved"
 )
 
 // Reasons for the BudgetExceeded condition (and its events).

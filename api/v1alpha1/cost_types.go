@@ -19,6 +19,15 @@ type CostStatus struct {
 	// the cheaper one.
 	// +optional
 	FallbackPremiumPerHour string `json:"fallbackPremiumPerHour,omitempty"`
+	// effectivePerHour is perHour with the part of each node a Savings Plan or Reserved
+	// Instance covers at the commitment's rate (the amortized figure showback uses; a
+	// budget is judged on it); set only when the class's Baseline declares commitments.
+	// +optional
+	EffectivePerHour string `json:"effectivePerHour,omitempty"`
+	// unusedEntitlementPerHour is the class's part of its Baseline's commitments that its
+	// nodes leave unused: paid for whether used or not.
+	// +optional
+	UnusedEntitlementPerHour string `json:"unusedEntitlementPerHour,omitempty"`
 	// idlePerHour is the part of perHour paid for capacity no pod requests: each node's
 	// price times the share of its allocatable CPU, memory or GPUs (the most used of them)
 	// that its pods do not request.
@@ -66,6 +75,10 @@ type RungCost struct {
 	// idlePerHour is the part of perHour no pod requests.
 	// +optional
 	IdlePerHour string `json:"idlePerHour,omitempty"`
+	// effectivePerHour is perHour with covered parts at the commitments' rates; set only
+	// when the class's Baseline declares commitments.
+	// +optional
+	EffectivePerHour string `json:"effectivePerHour,omitempty"`
 	// priceSources name where their prices came from, with how many NodeClaims each
 	// priced, e.g. "advisor 2026-11-30 (2), catalog 2025-05-28 (1)".
 	// +optional

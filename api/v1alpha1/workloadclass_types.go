@@ -633,6 +633,10 @@ type RungStatus struct {
 	// nodes is how many of the class's NodeClaims the rung holds.
 	// +optional
 	Nodes int32 `json:"nodes,omitempty"`
+	// commitment is the id of the Savings Plan or Reserved Instance whose price ranked the
+	// rung, if any.
+	// +optional
+	Commitment string `json:"commitment,omitempty"`
 }
 
 // WorkloadClassStatus is the observed state of a WorkloadClass.
@@ -680,6 +684,14 @@ type WorkloadClassStatus struct {
 	// headroom reports the class's warm capacity (spec.headroom).
 	// +optional
 	Headroom *HeadroomStatus `json:"headroom,omitempty"`
+	// commitments report, for each of the Baseline's Savings Plans and Reserved Instances,
+	// the class's entitlement, what its nodes use of it and the state that ranks its rungs
+	// (docs/commitments.md); empty when the Baseline declares none.
+	// +listType=map
+	// +listMapKey=id
+	// +kubebuilder:validation:MaxItems=70
+	// +optional
+	Commitments []ClassCommitmentStatus `json:"commitments,omitempty"`
 }
 
 // WorkloadClass declares what one kind of workload needs. Poolsmith renders it, on top of

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/commitment"
 	"github.com/poolsmith/poolsmith/internal/operator"
 	"github.com/poolsmith/poolsmith/internal/scheme"
 	"github.com/poolsmith/poolsmith/internal/signals"
@@ -54,6 +55,7 @@ func (f *managerFlags) register(c *cobra.Command) {
 	f.headroom.manager = true
 	f.headroom.register(fs, "placeholder pods run at the PriorityClass poolsmith-headroom, which the chart installs")
 	fs.DurationVar(&f.SignalsMaxAge, "signals-max-age", operator.DefaultSignalsMaxAge, "how old spot signals may be before they count as stale and the catalog is used instead")
+	fs.DurationVar(&f.CommitmentOpenDwell, "commitment-open-dwell", commitment.DefaultOpenDwell, "how long two nodes of room must hold before a Savings Plan or Reserved Instance Exhausted for a class ranks its rungs again (hysteresis; docs/commitments.md)")
 	goflags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	f.zap.BindFlags(goflags)
 	fs.AddGoFlagSet(goflags)
@@ -89,6 +91,9 @@ func runManager(c *cobra.Command, flags *managerFlags) error {
 		return usageError{fmt.Errorf("--signals-configmap %q must be NAMESPACE/NAME", flags.signalsConfigMap)}
 	}
 	flags.SignalsConfigMap = types.NamespacedName{Namespace: ns, Name: name}
+	if flags.CommitmentOpenDwell < 0 {
+		return usageError{fmt.Errorf("--commitment-open-dwell %s is negative: it is how long room must hold before a commitment opens again, e.g. 5m", flags.CommitmentOpenDwell)}
+	}
 	flags.Capabilities.NoAccessPolicies = !flags.accessPolicies
 	if err := flags.headroom.apply(&flags.Capabilities); err != nil {
 		return err

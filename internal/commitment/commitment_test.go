@@ -301,3 +301,41 @@ func TestMoneyAndPercent(t *testing.T) {
 		}
 	}
 }
+
+// The docs' batch of six m7g.xlarge against api's $0.60/h: five covered whole, the sixth
+// for 32.8 % of its hour, so the class's effective cost is $0.60 + 0.671782 x 0.1632 =
+// $0.709635/h; with five, $0.036960/h of the entitlement is paid and unused.
+func TestEffectiveAndUnused(t *testing.T) {
+	cat, node := types(t)
+	cs, _ := commitment.Resolve(workedExample(), now)
+	ent := map[string]float64{cs[0].ID: 0.60}
+	var nodes []commitment.Node
+	for i := range 6 {
+		nodes = append(nodes, node(fmt.Sprintf("n%d m7g.xlarge on-demand", i)))
+	}
+	nodes = append(nodes, node("s c7g.xlarge spot"))
+	l := commitment.Allocate(nodes, cs, "us-east-1", ent)
+	total := 0.0
+	for _, n := range nodes[:6] {
+		total += l.Effective(n.Name, 0.1632)
+	}
+	if fmt.Sprintf("%.6f", total) != "0.709635" {
+		t.Errorf("effective of the batch = %.6f, want 0.709635", total)
+	}
+	if e := l.Effective("s", 0.0551); !near(e, 0.0551) {
+		t.Errorf("a spot node's effective price %v, want its list 0.0551", e)
+	}
+	if u := l.Unused(cs, ent, cat, "us-east-1"); !near(u, 0) {
+		t.Errorf("unused with six nodes = %v, want 0", u)
+	}
+	l = commitment.Allocate(nodes[:5], cs, "us-east-1", ent)
+	if u := l.Unused(cs, ent, cat, "us-east-1"); !near(u, 0.03696) {
+		t.Errorf("unused with five nodes = %v, want 0.03696", u)
+	}
+	// A Reserved Instance's unused units are priced at its rate per unit: 8 units of an
+	// m7g.large x2 RI at $0.0646/h an instance (4 units) are $0.1292/h.
+	ri := []commitment.Commitment{{ID: "ri", Kind: commitment.ReservedInstance, InstanceType: "m7g.large", EffectiveHourly: 0.0646, Share: 8}}
+	if u := commitment.Allocate(nil, ri, "us-east-1", map[string]float64{"ri": 8}).Unused(ri, map[string]float64{"ri": 8}, cat, "us-east-1"); !near(u, 0.1292) {
+		t.Errorf("an unused RI = %v, want 0.1292", u)
+	}
+}

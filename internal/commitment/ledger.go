@@ -22,6 +22,10 @@ type Ledger struct {
 	Used    map[string]float64 // by commitment id, in its unit ($/h or normalized units)
 	Covered map[string]float64 // by node name, 0..1
 	By      map[string][]string
+	// Drawn is, by node name, what its covered part costs at the covering commitments'
+	// rates, US dollars per hour: the node's effective price is Drawn plus its uncovered
+	// part at list.
+	Drawn map[string]float64
 }
 
 // Room is what is left of entitlement for c.
@@ -36,7 +40,7 @@ func (l Ledger) Room(c Commitment, entitlement float64) float64 {
 // (billed at the on-demand rate) are. A node may be covered for part of its hour.
 // entitlement caps each commitment (by id) at this scope's part of it.
 func Allocate(nodes []Node, commitments []Commitment, region string, entitlement map[string]float64) Ledger {
-	l := Ledger{Used: map[string]float64{}, Covered: map[string]float64{}, By: map[string][]string{}}
+	l := Ledger{Used: map[string]float64{}, Covered: map[string]float64{}, By: map[string][]string{}, Drawn: map[string]float64{}}
 	type use struct {
 		node          *Node
 		rate, savings float64
@@ -94,10 +98,41 @@ func Allocate(nodes []Node, commitments []Commitment, region string, entitlement
 				continue
 			}
 			take := min(need, room)
+			part := (1 - l.Covered[u.node.Name]) * take / need
 			l.Used[c.ID] += take
-			l.Covered[u.node.Name] += (1 - l.Covered[u.node.Name]) * take / need
+			l.Covered[u.node.Name] += part
+			l.Drawn[u.node.Name] += part * u.rate
 			l.By[u.node.Name] = append(l.By[u.node.Name], c.ID)
 		}
 	}
 	return l
+}
+
+// Effective is what a node costs per hour under the ledger: its covered part at the
+// covering commitments' rates, the rest at list (its price at its capacity type).
+func (l Ledger) Effective(node string, list float64) float64 {
+	return l.Drawn[node] + (1-l.Covered[node])*list
+}
+
+// Unused is the entitlement left unused, US dollars per hour: what is paid for and not
+// used. A Reserved Instance's units are priced at its rate per unit (its effectiveHourly
+// over its size's normalization factor, else on-demand less DefaultRIDiscount).
+func (l Ledger) Unused(commitments []Commitment, entitlement map[string]float64, cat *catalog.Catalog, region string) float64 {
+	total := 0.0
+	for _, c := range commitments {
+		room := max(0, entitlement[c.ID]-l.Used[c.ID])
+		if c.Kind != ReservedInstance {
+			total += room
+			continue
+		}
+		t := cat.Types[c.InstanceType]
+		nf := NormalizationFactor(c.InstanceType)
+		if t == nil || nf == 0 {
+			continue
+		}
+		if rate, _, ok := c.Rate(t, cat.Prices[region][c.InstanceType].OnDemand, region, c.Zone); ok {
+			total += room * rate / nf
+		}
+	}
+	return total
 }

@@ -15,6 +15,8 @@ type Verdict struct {
 	Over bool
 	// Hold: Over under mode Enforce, so every rung's limits are held at its usage.
 	Hold bool
+	// Committed: PerHour is the effective price, covered parts at the commitments' rates.
+	Committed bool
 }
 
 // Judge weighs what the class costs now against its budget; nil without a budget. An
@@ -37,6 +39,9 @@ func Judge(b *v1alpha1.Budget, perHour float64) *Verdict {
 // condition.
 func (v *Verdict) Message() string {
 	at := fmt.Sprintf("the class's launched NodeClaims cost $%s/h, its budget is $%s/h", Money(v.PerHour), Money(v.Budget))
+	if v.Committed {
+		at = fmt.Sprintf("the class's launched NodeClaims cost $%s/h at their effective price (what a Savings Plan or Reserved Instance covers at its rate), its budget is $%s/h", Money(v.PerHour), Money(v.Budget))
+	}
 	switch {
 	case v.Hold:
 		return at + ": every rung's limits are held at what it uses (its NodePool's status.resources), so Karpenter launches no new node for the class, replacements for drift or consolidation included, and rebalance moves are suspended until it costs less"

@@ -13,6 +13,7 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/commitment"
 )
 
 // Other stands for a rung or capacity type the class does not have, in status and in
@@ -55,17 +56,28 @@ type Input struct {
 	Region  string
 	Rungs   []Rung
 	Nodes   []Node
+	// Coverage is what the class's commitments cover of its nodes (commitment.Allocate
+	// against its entitlements, as the weights saw it; observe computes it once); nil
+	// without commitments: every node at list.
+	Coverage *commitment.Ledger
+	// UnusedEntitlement is the class's entitlement its nodes leave unused, US dollars per
+	// hour (commitment.Ledger.Unused): paid for, not used.
+	UnusedEntitlement float64
 }
 
 // Figures are amounts in US dollars per hour.
 type Figures struct {
 	PerHour, Premium, Idle float64
+	// Effective is PerHour with each covered node's covered part at its commitment's rate
+	// (the amortized figure showback uses); equal to PerHour without commitments.
+	Effective float64
 }
 
 func (f *Figures) add(g Figures) {
 	f.PerHour += g.PerHour
 	f.Premium += g.Premium
 	f.Idle += g.Idle
+	f.Effective += g.Effective
 }
 
 // RungFigures are the figures of the nodes of one rung and capacity type.
@@ -89,6 +101,10 @@ type Breakdown struct {
 	Rungs []RungFigures
 	// Unpriced say which NodeClaims are not counted, and why.
 	Unpriced []string
+	// Unused is the class's commitment entitlement its nodes leave unused; Committed
+	// whether the class has commitments at all (the effective figures are reported then).
+	Unused    float64
+	Committed bool
 }
 
 // Compute prices every launched NodeClaim of the class.
@@ -134,10 +150,15 @@ func Compute(in Input) Breakdown {
 			rf = &RungFigures{Rung: rung, CapacityType: ct, Fallback: preferred != nil && rung != preferred.Name, Sources: map[string]int{}}
 			byKey[key] = rf
 		}
-		f := Figures{PerHour: price, Idle: price * IdleShare(n.Allocatable, n.Requested, in.Catalog.Types[n.InstanceType])}
+		f := Figures{PerHour: price, Idle: price * IdleShare(n.Allocatable, n.Requested, in.Catalog.Types[n.InstanceType]), Effective: price}
+		if in.Coverage != nil {
+			f.Effective = in.Coverage.Effective(n.NodeClaim, price)
+		}
 		if rf.Fallback {
 			if ref, ok := samePreferred(in.Catalog, in.Region, *preferred, n.InstanceType); ok {
-				f.Premium = price - ref
+				// A covered node's premium is what it draws, not its list price: the
+				// commitment is paid whether used or not.
+				f.Premium = f.Effective - ref
 			} else {
 				noPrice = append(noPrice, fmt.Sprintf("%s (premium: rung %s allows no type with the capacity of %s)", n.NodeClaim, preferred.Name, n.InstanceType))
 			}
@@ -150,6 +171,7 @@ func Compute(in Input) Breakdown {
 	for _, rf := range byKey {
 		b.Rungs = append(b.Rungs, *rf)
 	}
+	b.Committed, b.Unused = in.Coverage != nil, in.UnusedEntitlement
 	slices.SortFunc(b.Rungs, func(x, y RungFigures) int {
 		wx, okx := weight[x.Rung]
 		wy, oky := weight[y.Rung]
@@ -296,11 +318,17 @@ func (b Breakdown) Status() v1alpha1.CostStatus {
 	} else {
 		st.FallbackPremiumPerHour = Money(0)
 	}
+	if b.Committed {
+		st.EffectivePerHour, st.UnusedEntitlementPerHour = Money(b.Effective), Money(b.Unused)
+	}
 	for _, r := range b.Rungs {
 		rc := v1alpha1.RungCost{Rung: r.Rung, CapacityType: r.CapacityType, Nodes: int32(r.Nodes), PerHour: Money(r.PerHour),
 			IdlePerHour: Money(r.Idle), PriceSources: catalog.CountedSources(r.Sources)}
 		if r.Fallback {
 			rc.FallbackPremiumPerHour = Money(r.Premium)
+		}
+		if b.Committed {
+			rc.EffectivePerHour = Money(r.Effective)
 		}
 		st.Rungs = append(st.Rungs, rc)
 	}

@@ -12,6 +12,7 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/commitment"
 )
 
 const region = "us-east-1"
@@ -237,5 +238,35 @@ func TestPerUnit(t *testing.T) {
 	}
 	if _, _, ok := PerUnit(cat, "mars-north-1", r.Requirements, holds(map[string]float64{"r7g.large": 1})); ok {
 		t.Error("a region without prices priced a unit")
+	}
+}
+
+// With commitments, each node's covered part is priced at its commitment's rate: the
+// docs' six m7g.xlarge against a $0.20/h part of the worked example's plan cost $0.9792/h
+// at list and $0.8893/h effective; the fallback premium is judged on the effective price;
+// without coverage effective equals list.
+func TestComputeEffectiveUnderCommitments(t *testing.T) {
+	cat := load(t)
+	in := Input{Catalog: cat, Region: region,
+		Rungs: []Rung{rung("spot", 100, karpv1.CapacityTypeSpot, "arm64"), rung("od", 99, karpv1.CapacityTypeOnDemand, "arm64")}}
+	var nodes []commitment.Node
+	for _, name := range []string{"a", "b", "c", "d", "e", "f"} {
+		in.Nodes = append(in.Nodes, Node{NodeClaim: name, Rung: "od", InstanceType: "m7g.xlarge", CapacityType: karpv1.CapacityTypeOnDemand})
+		nodes = append(nodes, commitment.Node{Name: name, Type: cat.Types["m7g.xlarge"], CapacityType: karpv1.CapacityTypeOnDemand, OnDemand: cat.Prices[region]["m7g.xlarge"].OnDemand})
+	}
+	list := Compute(in)
+	if !near(list.Effective, list.PerHour) || list.Status().EffectivePerHour != "" {
+		t.Errorf("without commitments: effective %v, list %v, status %q", list.Effective, list.PerHour, list.Status().EffectivePerHour)
+	}
+	sp := commitment.Commitment{ID: "sp", Kind: commitment.EC2InstanceSavingsPlan, Family: "m7g", Region: region, Discounts: map[string]float64{"m7g": 0.31}, Share: 1.2}
+	l := commitment.Allocate(nodes, []commitment.Commitment{sp}, region, map[string]float64{"sp": 0.2})
+	in.Coverage, in.UnusedEntitlement = &l, 0
+	b := Compute(in)
+	st := b.Status()
+	if st.PerHour != "0.9792" || st.EffectivePerHour != "0.8893" || st.UnusedEntitlementPerHour != "0.0000" || st.Rungs[0].EffectivePerHour != "0.8893" {
+		t.Errorf("status %+v", st)
+	}
+	if !near(b.Premium, list.Premium-(b.PerHour-b.Effective)) {
+		t.Errorf("premium %v, want the list premium %v less what the plan covers", b.Premium, list.Premium)
 	}
 }

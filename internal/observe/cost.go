@@ -27,7 +27,7 @@ func (c Cluster) Cost(ctx context.Context, wc *v1alpha1.WorkloadClass, cat *cata
 	if err != nil {
 		return cost.Input{}, err
 	}
-	in := costInput(controlledBy(pools.Items, wc), claims, cat, region)
+	in := c.Coverage.CostInput(costInput(controlledBy(pools.Items, wc), claims, cat, region))
 	for i, n := range in.Nodes {
 		if n.InstanceType != "" && n.NodeName != "" {
 			if in.Nodes[i].Requested, err = c.requested(ctx, n.NodeName); err != nil {

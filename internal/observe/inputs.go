@@ -37,6 +37,10 @@ type Source struct {
 	// Usage, when set, reads the class's live requests for a headroom sized by percentage
 	// (Options.Headroom.Usage); a class without one reads none.
 	Usage *Usage
+	// Tracking, when set, tracks the class's commitments as the manager does (coverage
+	// from its NodeClaims, states from its status); without it commitments are as Options
+	// say (offline in the CLI, ranking nothing in rebalance).
+	Tracking *Tracking
 }
 
 // Inputs are a class's render inputs and the verdict on the signals that priced them.
@@ -44,6 +48,9 @@ type Inputs struct {
 	render.Inputs
 	// Freshness is Pricing's verdict (SignalsCurrent); zero without Pricing.
 	Freshness signals.Freshness
+	// Coverage is what Tracking found of the class's commitments; nil without Tracking or
+	// when the Baseline declares none.
+	Coverage *Coverage
 }
 
 // SizedByPercentage tells whether the headroom's size, taken as one group from the class,
@@ -86,13 +93,17 @@ func (s Source) Assemble(ctx context.Context, wc *v1alpha1.WorkloadClass) (Input
 		}
 		in.Options.Headroom.Usage = usage
 	}
-	if s.Pricing == nil {
-		return in, nil
+	if s.Pricing != nil {
+		cat, fresh, err := s.Pricing.Catalog(ctx, s.Reader)
+		if err != nil {
+			return in, err
+		}
+		in.Options.Catalog, in.Freshness = cat, fresh
 	}
-	cat, fresh, err := s.Pricing.Catalog(ctx, s.Reader)
-	if err != nil {
-		return in, err
+	if s.Tracking != nil && in.Baseline.Spec.Commitments != nil && s.Reader != nil {
+		if err := s.coverage(ctx, &in, in.Options.Catalog); err != nil {
+			return in, err
+		}
 	}
-	in.Options.Catalog, in.Freshness = cat, fresh
 	return in, nil
 }

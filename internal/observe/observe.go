@@ -54,6 +54,9 @@ type Cluster struct {
 	Lazy bool
 	// Memo, when set, remembers children found unchanged across passes (plan.Memo).
 	Memo *plan.Memo
+	// Coverage is what the class's commitments cover (Source.Assemble's Tracking): a
+	// budget is judged on the effective price. Nil: every node at list.
+	Coverage *Coverage
 }
 
 // Children lists the children the class controls.
@@ -312,7 +315,7 @@ func (c Cluster) Plan(ctx context.Context, in render.Inputs) (*Outcome, error) {
 	}
 	in.Options.Usage = live.Usage()
 	in.Options.Capabilities = c.Capabilities
-	budget := judgeBudget(in, live)
+	budget := judgeBudget(in, live, c.Coverage)
 	in.Options.HoldAtUsage = budget != nil && budget.Hold
 	if budget != nil && !budget.Hold && budget.Mode == v1alpha1.BudgetEnforce {
 		left := max(0, budget.Budget-budget.PerHour)
@@ -366,8 +369,9 @@ func (c Cluster) Plan(ctx context.Context, in render.Inputs) (*Outcome, error) {
 
 // judgeBudget prices the class's NodeClaims (without pod requests: the idle part plays no
 // part) with the catalog the render uses, against its budget (spec.budget, else the
-// Baseline's ceiling: render.ClassBudget); nil without one.
-func judgeBudget(in render.Inputs, live plan.Children) *cost.Verdict {
+// Baseline's ceiling: render.ClassBudget), at their effective price (a node's covered part
+// at its commitment's rate, the amortized figure showback uses); nil without a budget.
+func judgeBudget(in render.Inputs, live plan.Children, cov *Coverage) *cost.Verdict {
 	budget, _ := render.ClassBudget(in.Baseline, in.Class)
 	if budget == nil {
 		return nil
@@ -382,7 +386,9 @@ func judgeBudget(in render.Inputs, live plan.Children) *cost.Verdict {
 	if region == "" {
 		region = catalog.DefaultRegion
 	}
-	return cost.Judge(budget, cost.Compute(costInput(live.NodePools, live.NodeClaims, cat, region)).PerHour)
+	v := cost.Judge(budget, cost.Compute(cov.CostInput(costInput(live.NodePools, live.NodeClaims, cat, region))).Effective)
+	v.Committed = cov != nil
+	return v
 }
 
 // InvalidMessage names each refused object, its fields and the API server's message.

@@ -69,6 +69,9 @@ type Options struct {
 	SignalsConfigMap types.NamespacedName
 	// SignalsMaxAge is how old signals may be; default 48h.
 	SignalsMaxAge time.Duration
+	// CommitmentOpenDwell is how long two nodes of room must hold before an Exhausted
+	// commitment is Open again for a class; default 5m (commitment.DefaultOpenDwell).
+	CommitmentOpenDwell time.Duration
 	// Now is the controller's clock (tests); time.Now when nil.
 	Now func() time.Time
 	// RebalanceRecheck and CostMinWrite shorten the rebalance controller's look at what it
@@ -253,6 +256,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		Validator:               opts.Validator,
 		Capabilities:            caps,
 		Usage:                   usage,
+		CommitmentOpenDwell:     opts.CommitmentOpenDwell,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the WorkloadClass controller: %w", err)
 	}
@@ -267,7 +271,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the cost controller: %w", err)
 	}
-	if err := (&controllers.BaselineReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&controllers.BaselineReconciler{Client: mgr.GetClient(), Signals: costSignals}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Baseline controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -21,9 +21,10 @@ type CommitmentOptions struct {
 	// without a state is Open, with its full entitlement.
 	Offline bool
 	// States are the class's commitment states by id (commitment.Next, from its nodes and
-	// its previous status). Without Offline, a commitment without a state ranks nothing:
-	// the manager does not track coverage yet, and an Open state nothing could exhaust
-	// would send every launch to the covered rungs, whatever the commitment's size.
+	// its previous status, observe's Tracking). Without Offline, a commitment without a
+	// state ranks nothing: it prices none of the class's rungs, or no coverage is known (the
+	// rebalance order), and an Open state nothing could exhaust would send every launch to
+	// the covered rungs, whatever the commitment's size.
 	States map[string]commitment.State
 	// Entitlements are the class's part of each commitment by id ($/h of a Savings Plan,
 	// normalized units of a Reserved Instance), for the reasons; unknown when absent.
@@ -44,11 +45,11 @@ type Commitments struct {
 	LeftOut []commitment.Problem
 }
 
-// The state's origin when nothing says how much of a plan is used: offline, or in the
-// manager, which does not track coverage yet.
+// The state's origin when nothing says how much of a plan is used: offline, or without a
+// state (no coverage known, or the plan prices none of the class's rungs).
 var (
 	offlineOrigin   = OriginComputed("commitments (offline: no nodes known, every plan has room)")
-	untrackedOrigin = OriginComputed("commitments (coverage not tracked by the manager yet: ranks nothing)")
+	untrackedOrigin = OriginComputed("commitments (no coverage known for the class: ranks nothing)")
 )
 
 // resolveCommitments resolves the class's use of its Baseline's commitments, adding each
@@ -244,4 +245,47 @@ func discountText(c rungCost) string {
 		return "no list price"
 	}
 	return fmt.Sprintf("%.4g %% off %s", 100*(1-c.effective/c.raw), USD(c.raw))
+}
+
+// CommitmentNodes is, for each of the Baseline's commitments that still run, what one node
+// of the class draws from it: the rate ($/h of a Savings Plan) or normalized units (of a
+// Reserved Instance) of the median type of the class's dearest on-demand rung whose median
+// type it covers. It is the node of the hysteresis (commitment.Next): the node a launch
+// most likely takes. A commitment that prices no rung of the class is absent; so is
+// every commitment of a class that ignores them. Pure, like Render.
+func CommitmentNodes(in Inputs) (map[string]float64, error) {
+	r, err := newRenderer(in.Baseline, in.Class, in.Options)
+	if err != nil {
+		return nil, err
+	}
+	cs := r.commitments()
+	if cs.Use == v1alpha1.CommitmentsIgnore || len(cs.Declared) == 0 {
+		return nil, nil
+	}
+	if _, priced := r.catalog.Prices[r.region]; !priced {
+		return nil, nil
+	}
+	t := r.template()
+	rungs := r.ladder(t)
+	if len(r.errs) > 0 {
+		return nil, r.errs
+	}
+	riskAdjusted := r.strategy() == v1alpha1.WeightingRiskAdjustedCost
+	nodes := map[string]float64{}
+	for _, rung := range rungs {
+		if rung.CapacityType != v1alpha1.CapacityTypeOnDemand {
+			continue
+		}
+		for _, c := range cs.Declared {
+			rc := r.rungCostUnder(t, rung, riskAdjusted, []commitment.Commitment{c}, rungCost{unit: string(r.unit()), priceKind: string(rung.CapacityType)})
+			ty := r.catalog.Types[rc.median]
+			if rc.commitment != c.ID || ty == nil {
+				continue
+			}
+			if rate, _, ok := c.Rate(ty, r.catalog.Prices[r.region][ty.Name].OnDemand, r.region, ""); ok {
+				nodes[c.ID] = max(nodes[c.ID], c.Use(ty, rate))
+			}
+		}
+	}
+	return nodes, nil
 }

@@ -75,7 +75,7 @@ func TestCommitmentsWorkedExample(t *testing.T) {
 	}{
 		{"without the plan", baseline(), workedExampleClass(), render.CommitmentOptions{Now: commitmentNow}, without},
 		{"offline (Open)", baseline(workedExamplePlan("31%")), workedExampleClass(), render.CommitmentOptions{Now: commitmentNow, Offline: true}, open},
-		{"coverage not tracked (the manager)", baseline(workedExamplePlan("31%")), workedExampleClass(), render.CommitmentOptions{Now: commitmentNow}, without},
+		{"no coverage known (rebalance)", baseline(workedExamplePlan("31%")), workedExampleClass(), render.CommitmentOptions{Now: commitmentNow}, without},
 		{"Open", baseline(workedExamplePlan("31%")), workedExampleClass(), state(true), open},
 		{"Exhausted", baseline(workedExamplePlan("31%")), workedExampleClass(), state(false), without},
 		{"class ignores commitments", baseline(workedExamplePlan("31%")), workedExampleClass(func(wc *v1alpha1.WorkloadClass) {
@@ -260,4 +260,33 @@ func TestCommitmentSettings(t *testing.T) {
 	if len(res.Settings.Commitments.Open) != 1 || len(res.Settings.Commitments.LeftOut) != 1 {
 		t.Errorf("commitments = %+v", res.Settings.Commitments)
 	}
+}
+
+// The hysteresis's node is what the worked example's next node draws: one m7g.xlarge at
+// 0.1632 x 0.69 = $0.112608/h, whatever the state; none for a class that ignores the plan
+// or a plan that prices none of its rungs.
+func TestCommitmentNodes(t *testing.T) {
+	for _, opts := range []render.CommitmentOptions{{Now: commitmentNow}, state(false), state(true)} {
+		nodes, err := render.CommitmentNodes(render.Inputs{Class: workedExampleClass(), Baseline: baseline(workedExamplePlan("31%")), Options: render.Options{Commitments: opts}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := nodes["sp-0a1b2c3d"]; fmt.Sprintf("%.6f", got) != "0.112608" || len(nodes) != 1 {
+			t.Errorf("nodes %v, want sp-0a1b2c3d: 0.112608", nodes)
+		}
+	}
+	ignore := workedExampleClass(func(wc *v1alpha1.WorkloadClass) {
+		wc.Spec.Weighting = &v1alpha1.Weighting{Commitments: v1alpha1.CommitmentsIgnore}
+	})
+	other := workedExampleClass(withTypes("c7g.xlarge"))
+	for _, wc := range []*v1alpha1.WorkloadClass{ignore, other} {
+		nodes, err := render.CommitmentNodes(render.Inputs{Class: wc, Baseline: baseline(workedExamplePlan("31%")), Options: render.Options{Commitments: commitmentOptionsNow()}})
+		if err != nil || len(nodes) != 0 {
+			t.Errorf("%v: nodes %v, err %v, want none", wc.Spec.Instances, nodes, err)
+		}
+	}
+}
+
+func commitmentOptionsNow() render.CommitmentOptions {
+	return render.CommitmentOptions{Now: commitmentNow}
 }

@@ -55,9 +55,10 @@ type Options struct {
 	// Headroom is the manager's headroom mechanism and namespace, and what sizes a class's
 	// headroom: the time and the class's live usage. Zero: no headroom is rendered.
 	Headroom HeadroomOptions
-	// Commitments are the class's commitment states and entitlements, or Offline (every
-	// commitment Open); zero: no coverage known, so commitments rank nothing (the manager
-	// until it tracks coverage) and only make the rungs they cover whole WhenEmpty.
+	// Commitments are the class's commitment states and entitlements (the manager tracks
+	// them, observe.Tracking), or Offline (every commitment Open); zero: no coverage known,
+	// so commitments rank nothing (rebalance's order) and only make the rungs they cover
+	// whole WhenEmpty.
 	Commitments CommitmentOptions
 }
 
@@ -150,30 +151,10 @@ func (r *renderer) conflict(field, msg string) {
 // Render turns a WorkloadClass on top of its Baseline into one EC2NodeClass and a ladder
 // of NodePools. It returns Errors when the class cannot be rendered.
 func Render(baseline *v1alpha1.Baseline, class *v1alpha1.WorkloadClass, opts Options) (*Result, error) {
-	if baseline == nil || class == nil {
-		return nil, fmt.Errorf("render needs a Baseline and a WorkloadClass")
+	r, err := newRenderer(baseline, class, opts)
+	if err != nil {
+		return nil, err
 	}
-	r := &renderer{baseline: baseline, class: class, opts: opts, profileName: class.Spec.Profile}
-	if r.profileName == "" {
-		r.profileName = v1alpha1.ProfileGeneral
-	}
-	profile, ok := Profiles[r.profileName]
-	if !ok {
-		return nil, Errors{{Reason: v1alpha1.ReasonInvalidSpec, Field: "spec.profile", Message: fmt.Sprintf("unknown profile %q", class.Spec.Profile)}}
-	}
-	r.profile = profile
-	r.catalog, r.region = opts.Catalog, opts.Region
-	if r.region == "" {
-		r.region = catalog.DefaultRegion
-	}
-	if r.catalog == nil {
-		c, err := catalog.Load()
-		if err != nil {
-			return nil, fmt.Errorf("loading the embedded catalog: %w", err)
-		}
-		r.catalog = c
-	}
-
 	r.checkName()
 	nodeClass := r.renderNodeClass()
 	tmpl := r.template()
@@ -238,6 +219,34 @@ func Render(baseline *v1alpha1.Baseline, class *v1alpha1.WorkloadClass, opts Opt
 		res.Provenance = append(res.Provenance, trace(KindAccessRule+"/"+rule.Name, doc, o)...)
 	}
 	return res, nil
+}
+
+// newRenderer sets up a render of class on baseline: its profile, catalog and region.
+func newRenderer(baseline *v1alpha1.Baseline, class *v1alpha1.WorkloadClass, opts Options) (*renderer, error) {
+	if baseline == nil || class == nil {
+		return nil, fmt.Errorf("render needs a Baseline and a WorkloadClass")
+	}
+	r := &renderer{baseline: baseline, class: class, opts: opts, profileName: class.Spec.Profile}
+	if r.profileName == "" {
+		r.profileName = v1alpha1.ProfileGeneral
+	}
+	profile, ok := Profiles[r.profileName]
+	if !ok {
+		return nil, Errors{{Reason: v1alpha1.ReasonInvalidSpec, Field: "spec.profile", Message: fmt.Sprintf("unknown profile %q", class.Spec.Profile)}}
+	}
+	r.profile = profile
+	r.catalog, r.region = opts.Catalog, opts.Region
+	if r.region == "" {
+		r.region = catalog.DefaultRegion
+	}
+	if r.catalog == nil {
+		c, err := catalog.Load()
+		if err != nil {
+			return nil, fmt.Errorf("loading the embedded catalog: %w", err)
+		}
+		r.catalog = c
+	}
+	return r, nil
 }
 
 // checkName blames a name that cannot be a class's on metadata.name, as admission does,

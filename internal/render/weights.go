@@ -159,11 +159,16 @@ func (r *renderer) rungCost(t *template, rung Rung, riskAdjusted bool) rungCost 
 	if rung.CapacityType == v1alpha1.CapacityTypeReserved {
 		return rungCost{known: true, priceKind: c.priceKind}
 	}
-	reqs := plain(rungRequirements(t, rung))
 	var open []commitment.Commitment
 	if rung.CapacityType == v1alpha1.CapacityTypeOnDemand {
 		open = r.commitments().Open
 	}
+	return r.rungCostUnder(t, rung, riskAdjusted, open, c)
+}
+
+// rungCostUnder is rungCost with the given commitments open (c holds the unit and kind).
+func (r *renderer) rungCostUnder(t *template, rung Rung, riskAdjusted bool, open []commitment.Commitment, c rungCost) rungCost {
+	reqs := plain(rungRequirements(t, rung))
 	// The scan below reads only the catalog and what the key names, so classes with the
 	// same rung share it (on a Baseline edit it was a quarter of each render's CPU).
 	key := costKey(r.region, r.unit(), r.podShape(), rung.CapacityType, riskAdjusted, reqs) + commitmentKey(open)
