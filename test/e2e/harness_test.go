@@ -78,6 +78,20 @@ func serveControl(c *localcluster.Cluster) (string, error) {
 		}
 		c.ForgetCapacityErrors(req.CapacityType, req.Types)
 	})
+	// Capacity reservations: add one (POST), list them with their free counts (GET).
+	mux.HandleFunc("POST /reservations", func(w http.ResponseWriter, r *http.Request) {
+		var req fakeec2.CapacityReservation
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := c.Cloud.AddCapacityReservation(req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+		}
+	})
+	mux.HandleFunc("GET /reservations", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(c.Cloud.CapacityReservations())
+	})
 	mux.HandleFunc("GET /launches", func(w http.ResponseWriter, _ *http.Request) {
 		_ = json.NewEncoder(w).Encode(c.Cloud.Launches())
 	})
@@ -230,6 +244,26 @@ func (r *remoteCloud) Launches() []fakeec2.Launch {
 	var out []fakeec2.Launch
 	Expect(r.get("/launches", &out)).To(Succeed())
 	return out
+}
+
+// AddCapacityReservation creates a capacity reservation in the account (fakeec2.Cloud's).
+func (r *remoteCloud) AddCapacityReservation(res fakeec2.CapacityReservation) {
+	GinkgoHelper()
+	Expect(r.post("/reservations", res)).To(Succeed())
+}
+
+// CapacityReservation is the account's reservation id, with its free count now.
+func (r *remoteCloud) CapacityReservation(id string) fakeec2.CapacityReservation {
+	GinkgoHelper()
+	var all []fakeec2.CapacityReservation
+	Expect(r.get("/reservations", &all)).To(Succeed())
+	for _, res := range all {
+		if res.ID == id {
+			return res
+		}
+	}
+	Fail("the account has no capacity reservation " + id)
+	return fakeec2.CapacityReservation{}
 }
 
 // Prices is the account's price list, per pool: the prices EC2 charges and Karpenter
