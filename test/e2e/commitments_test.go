@@ -3,7 +3,10 @@
 package e2e_test
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -19,6 +22,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/cli"
 	"github.com/poolsmith/poolsmith/internal/harness/fakeec2"
 )
 
@@ -160,3 +164,64 @@ func launchesOf(nodePool string) []fakeec2.Launch {
 	sort.SliceStable(out, func(i, j int) bool { return strings.Compare(out[i].InstanceID, out[j].InstanceID) < 0 })
 	return out
 }
+
+// The trap (aws/karpenter-provider-aws#8176, #9518): an open reservation a class's
+// on-demand rung could use, and no reserved rung. Karpenter launches the rung with
+// CapacityReservationPreference none, so the reservation stays unused (the simulated
+// account, like EC2, would have put an open-preference launch into it), and `poolsmith
+// lint` on the same manifests, given what describe-capacity-reservations prints, says so.
+var _ = Describe("An open capacity reservation and a class with no reserved rung", func() {
+	It("stays unused by the class's on-demand launches, and lint warns open-reservations-unused", func() {
+		const class, base, crID = "open-trap", "e2e-open-trap", "cr-e2eopentrap01"
+		cluster.Cloud.AddCapacityReservation(fakeec2.CapacityReservation{
+			ID: crID, InstanceType: "im4gn.large", Zone: "us-east-1a", Count: 2, Match: ec2types.InstanceMatchCriteriaOpen,
+		})
+		b := baseline(base, "prod")
+		wc := workloadClass(class, func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.BaselineRef.Name = base
+			wc.Spec.Architectures = []v1alpha1.Architecture{v1alpha1.ArchitectureARM64}
+			wc.Spec.CapacityTypes = []v1alpha1.CapacityType{v1alpha1.CapacityTypeOnDemand}
+			wc.Spec.Instances = &v1alpha1.InstanceShape{Families: []string{"im4gn"}}
+			wc.Spec.Zones = []string{"us-east-1a"}
+		})
+		create(b, wc)
+		expectClassReady(class)
+		create(deployment(class, class, 1, "1"))
+		expectRunning(class, 1)
+		rung := class + "-on-demand-arm64"
+		Eventually(func(g Gomega) {
+			claims := nodeClaims(class)
+			g.Expect(claims).To(HaveLen(1))
+			g.Expect(claims[0].Labels).To(And(HaveKeyWithValue(karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeOnDemand),
+				HaveKeyWithValue(corev1.LabelInstanceTypeStable, "im4gn.large"), HaveKeyWithValue(corev1.LabelTopologyZone, "us-east-1a")))
+		}).Should(Succeed())
+		launched := launchesOf(rung)
+		Expect(launched).To(HaveLen(1))
+		Expect(launched[0]).To(And(HaveField("Preference", "none"), HaveField("Reservation", "")), "launch %+v", launched[0])
+		Expect(cluster.Cloud.CapacityReservation(crID).Available).To(Equal(2), "the open reservation is untouched")
+
+		dir := GinkgoT().TempDir()
+		objects := filepath.Join(dir, "classes.json")
+		var docs []string
+		for _, o := range manifests(b, wc) {
+			docs = append(docs, string(o.Raw))
+		}
+		Expect(os.WriteFile(objects, []byte(strings.Join(docs, "\n---\n")), 0o600)).To(Succeed())
+		reservations := filepath.Join(dir, "cr.json")
+		Expect(os.WriteFile(reservations, cluster.Cloud.AWSCLI("describe-capacity-reservations"), 0o600)).To(Succeed())
+		var stdout, stderr bytes.Buffer
+		code := cli.Execute([]string{"lint", "-f", objects, "--capacity-reservations", reservations}, strings.NewReader(""), &stdout, &stderr)
+		Expect(stderr.String()).NotTo(ContainSubstring("error:"))
+		Expect(code).To(Equal(cli.ExitOK), "%s%s", stdout.String(), stderr.String())
+		var trap []string
+		for _, line := range strings.Split(stdout.String(), "\n") {
+			if strings.Contains(line, "open-reservations-unused") {
+				trap = append(trap, line)
+			}
+		}
+		Expect(trap).To(ConsistOf(And(ContainSubstring("WorkloadClass/"+class),
+			ContainSubstring("open reservation "+crID+" (im4gn.large, us-east-1a, 2 available) stays billed and unused"))))
+		AddReportEntry("FIGURES open-reservation trap", fmt.Sprintf("launch preference %q, reservation %q; %s still has 2 of 2 available; lint: %s",
+			launched[0].Preference, launched[0].Reservation, crID, trap[0]))
+	})
+})

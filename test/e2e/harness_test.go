@@ -21,6 +21,8 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+
 	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/harness/fakeec2"
 	"github.com/poolsmith/poolsmith/internal/harness/localcluster"
@@ -125,6 +127,14 @@ func serveControl(c *localcluster.Cluster) (string, error) {
 	mux.HandleFunc("GET /aws/describe-spot-price-history", func(w http.ResponseWriter, r *http.Request) {
 		out, _ := c.Cloud.DescribeSpotPriceHistory(r.Context(), nil)
 		_ = json.NewEncoder(w).Encode(map[string]any{"SpotPriceHistory": out.SpotPriceHistory})
+	})
+	mux.HandleFunc("GET /aws/describe-capacity-reservations", func(w http.ResponseWriter, r *http.Request) {
+		out, err := c.Cloud.DescribeCapacityReservations(r.Context(), &ec2.DescribeCapacityReservationsInput{})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"CapacityReservations": out.CapacityReservations})
 	})
 	mux.HandleFunc("GET /disruptions", func(w http.ResponseWriter, r *http.Request) {
 		total, err := disruptedTotal(r.URL.Query().Get("reason"), r.URL.Query().Get("nodepool"))
@@ -300,7 +310,8 @@ func (r *remoteCloud) Types() []*catalog.InstanceType {
 }
 
 // AWSCLI returns what `aws ec2 <command> --output json` prints for the account, for
-// command describe-instance-type-offerings or describe-spot-price-history.
+// command describe-instance-type-offerings, describe-spot-price-history or
+// describe-capacity-reservations.
 func (r *remoteCloud) AWSCLI(command string) []byte {
 	GinkgoHelper()
 	var out json.RawMessage
