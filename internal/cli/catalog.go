@@ -12,6 +12,7 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/commitment"
 	"github.com/poolsmith/poolsmith/internal/lint"
 )
 
@@ -27,25 +28,44 @@ type catalogRow struct {
 	PerVCPU     float64 `json:"pricePerVCPU,omitempty"`
 	// Outlier is "high" or "low" when the type's family is a spot outlier in its category.
 	Outlier string `json:"outlier,omitempty"`
+	// Commitment is the first of the class's commitments (in AWS's order) that covers the
+	// type on an on-demand rung, with --commitments.
+	Commitment *committedPrice `json:"commitment,omitempty"`
+}
+
+// committedPrice is what a commitment charges for one instance of a type.
+type committedPrice struct {
+	ID string `json:"id"`
+	// Rate is US dollars per hour of one instance, from RateSource.
+	Rate       float64 `json:"rate"`
+	RateSource string  `json:"rateSource"`
+	// Discount is the rate's discount off on-demand, 0.31 for 31 %.
+	Discount float64 `json:"discount"`
+	// PerVCPU is the rate per vCPU-hour: the effective price weights rank covered rungs by.
+	PerVCPU float64 `json:"effectivePerVCPU,omitempty"`
 }
 
 func newCatalogCommand() *cobra.Command {
 	var flags inputFlags
 	var class string
-	var missing, outliers bool
+	var missing, outliers, commitments bool
 	c := &cobra.Command{
-		Use:   "catalog [--region R] [--signals FILE] [-f PATH --class NAME] [--missing-facts] [--outliers [-f PATH]]",
+		Use:   "catalog [--region R] [--signals FILE] [-f PATH --class NAME [--commitments]] [--missing-facts] [--outliers [-f PATH]]",
 		Short: "List instance types from the embedded catalog, with prices and interruption buckets",
 		Long: `List the embedded catalog's instance types with their facts and, for --region, their
 on-demand and spot prices (USD per hour, Linux), where each price came from (the catalog
 snapshot, the Spot Instance Advisor's savings with --signals, or a prices.json override),
 the Spot Instance Advisor interruption bucket, and whether the type's family is a spot
 outlier in its category. With -f and --class, list per rung the types the rung allows,
-cheapest per vCPU first. --missing-facts lists the types known only by price (from
+cheapest per vCPU first; with --commitments, each on-demand type a commitment of the
+class's Baseline covers gets that commitment (the first in AWS's order), its rate, the
+rate's discount off on-demand and its price per vCPU-hour, the effective price covered
+rungs rank by (docs/commitments.md). --missing-facts lists the types known only by price (from
 Karpenter's table). --outliers lists the families whose spot discount departs from their
 category's, and with -f which classes' spot rungs allow them and whose ranking they decide.`,
 		Example: `  poolsmith catalog --region eu-west-1
   poolsmith catalog -f config/samples/ --class gpu
+  poolsmith catalog -f baseline-and-classes.yaml --class api --commitments
   poolsmith catalog --outliers -f config/samples/ --signals poolsmith-signals.yaml
   poolsmith catalog --missing-facts`,
 		Args: cobra.NoArgs,
@@ -71,8 +91,10 @@ category's, and with -f which classes' spot rungs allow them and whose ranking t
 					p := cat.Prices["us-east-1"][name]
 					rows = append(rows, catalogRow{InstanceType: cat.Types[name], Price: &p, HourlyPrice: p.OnDemand})
 				}
+			case commitments && class == "":
+				return usageError{fmt.Errorf("--commitments needs -f and --class: the commitments are the class's Baseline's")}
 			case class != "":
-				if rows, err = classRows(c, &flags, cat, region, class); err != nil {
+				if rows, err = classRows(c, &flags, cat, region, class, commitments); err != nil {
 					return err
 				}
 			default:
@@ -84,12 +106,13 @@ category's, and with -f which classes' spot rungs allow them and whose ranking t
 				sort.Slice(rows, func(i, j int) bool { return rows[i].Name < rows[j].Name })
 			}
 			markOutliers(rows, cat.SpotOutliers(region))
-			return writeCatalog(c, rows, flags.output)
+			return writeCatalog(c, rows, flags.output, commitments)
 		},
 	}
 	flags.register(c, "table (default) or json")
 	c.Flags().StringVar(&class, "class", "", "with -f: list the types each rung of this WorkloadClass allows")
 	c.Flags().BoolVar(&missing, "missing-facts", false, "list the types known only by their us-east-1 price")
+	c.Flags().BoolVar(&commitments, "commitments", false, "with -f and --class: the commitment covering each on-demand type, its rate, discount and effective price per vCPU-hour")
 	c.Flags().BoolVar(&outliers, "outliers", false, "list the families whose spot discount is an outlier in their category; with -f, the rungs they rank")
 	return c
 }
@@ -180,7 +203,7 @@ func priced(rung string, t *catalog.InstanceType, p catalog.Price, hourly float6
 }
 
 // classRows renders the class and lists, per rung, the priced types it allows.
-func classRows(c *cobra.Command, flags *inputFlags, cat *catalog.Catalog, region, class string) ([]catalogRow, error) {
+func classRows(c *cobra.Command, flags *inputFlags, cat *catalog.Catalog, region, class string, commitments bool) ([]catalogRow, error) {
 	results, err := flags.renderAll(c, catalogOutputs...)
 	if err != nil {
 		return nil, err
@@ -202,7 +225,15 @@ func classRows(c *cobra.Command, flags *inputFlags, cat *catalog.Catalog, region
 				if spot {
 					hourly = p.SpotAvg
 				}
-				rung = append(rung, priced(np.Name, t, p, hourly))
+				row := priced(np.Name, t, p, hourly)
+				if com, rate, source, ok := commitment.Covering(res.Settings.Commitments.Open, t, p.OnDemand, region); ok && commitments &&
+					res.Rungs[i].CapacityType == v1alpha1.CapacityTypeOnDemand {
+					row.Commitment = &committedPrice{ID: com.ID, Rate: rate, RateSource: source, Discount: 1 - rate/p.OnDemand}
+					if t.VCPU > 0 {
+						row.Commitment.PerVCPU = rate / float64(t.VCPU)
+					}
+				}
+				rung = append(rung, row)
 			}
 			sort.Slice(rung, func(a, b int) bool {
 				if rung[a].PerVCPU != rung[b].PerVCPU {
@@ -217,7 +248,7 @@ func classRows(c *cobra.Command, flags *inputFlags, cat *catalog.Catalog, region
 	return nil, inputError{fmt.Sprintf("--class %s: no WorkloadClass of that name in the input", class)}
 }
 
-func writeCatalog(c *cobra.Command, rows []catalogRow, format string) error {
+func writeCatalog(c *cobra.Command, rows []catalogRow, format string, commitments bool) error {
 	out := c.OutOrStdout()
 	if format == "json" {
 		if rows == nil {
@@ -226,7 +257,11 @@ func writeCatalog(c *cobra.Command, rows []catalogRow, format string) error {
 		return writeJSON(out, rows)
 	}
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "RUNG\tTYPE\tARCH\tVCPU\tMEMORY\tGPUS\tON-DEMAND\tSPOT-MIN\tSPOT-AVG\tINTERRUPTION\t$/VCPU-H\tPRICE-SOURCE\tOUTLIER")
+	header := "RUNG\tTYPE\tARCH\tVCPU\tMEMORY\tGPUS\tON-DEMAND\tSPOT-MIN\tSPOT-AVG\tINTERRUPTION\t$/VCPU-H\tPRICE-SOURCE\tOUTLIER"
+	if commitments {
+		header += "\tCOMMITMENT\tRATE\tDISCOUNT\tEFFECTIVE-$/VCPU-H\tRATE-SOURCE"
+	}
+	fmt.Fprintln(w, header)
 	for _, r := range rows {
 		gpus := "-"
 		if r.GPUs > 0 {
@@ -237,8 +272,16 @@ func writeCatalog(c *cobra.Command, rows []catalogRow, format string) error {
 			mem, arch, vcpu = fmt.Sprintf("%.1fGi", float64(r.MemoryMiB)/1024), r.Arch, fmt.Sprint(r.VCPU)
 			perVCPU = fmt.Sprintf("%.5f", r.PerVCPU)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%.5f\t%s\t%s\t%s\t%s\t%s\t%s\n", dash(r.Rung), r.Name, arch, vcpu, mem, gpus,
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%.5f\t%s\t%s\t%s\t%s\t%s\t%s", dash(r.Rung), r.Name, arch, vcpu, mem, gpus,
 			r.Price.OnDemand, money(r.Price.SpotMin), money(r.Price.SpotAvg), r.Price.Interruption, perVCPU, priceSource(r.Price), dash(r.Outlier))
+		switch {
+		case !commitments:
+		case r.Commitment == nil:
+			fmt.Fprint(w, "\t-\t-\t-\t-\t-")
+		default:
+			fmt.Fprintf(w, "\t%s\t%.6f\t%.1f%%\t%.6f\t%s", r.Commitment.ID, r.Commitment.Rate, 100*r.Commitment.Discount, r.Commitment.PerVCPU, r.Commitment.RateSource)
+		}
+		fmt.Fprintln(w)
 	}
 	return w.Flush()
 }

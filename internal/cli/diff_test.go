@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sort"
@@ -75,6 +76,25 @@ func TestSignalsPublishWritesWhatTheControllerReads(t *testing.T) {
 	}
 	if strings.Contains(cm.Data[signals.AdvisorKey], "eu-west-1") {
 		t.Error("other regions must be filtered out")
+	}
+
+	// signals commitments owns its key only: publishing the feed again keeps it, and it
+	// kept the feed (two field managers, server-side apply on the real API server).
+	if code, out, stderr := run(t, "", "signals", "commitments", "--savings-plans", "../signals/testdata/commitments/sp.json",
+		"--reserved-instances", "../signals/testdata/commitments/ri.json", "--kubeconfig", kubeconfig); code != ExitOK ||
+		!strings.Contains(out, "commitments.json with 2 Savings Plans and 2 Reserved Instances for us-east-1") {
+		t.Fatalf("signals commitments: exit %d: %s%s", code, out, stderr)
+	}
+	if code, out, stderr := run(t, "", "signals", "publish", "--feed", "../signals/testdata/spot-advisor-data.json", "--region", "us-east-1", "--kubeconfig", kubeconfig); code != ExitOK {
+		t.Fatalf("exit %d: %s%s", code, out, stderr)
+	}
+	both := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), both); err != nil {
+		t.Fatal(err)
+	}
+	var facts signals.CommitmentFacts
+	if err := json.Unmarshal([]byte(both.Data[signals.CommitmentsKey]), &facts); err != nil || len(facts.SavingsPlans) != 2 || both.Data[signals.AdvisorKey] == "" {
+		t.Fatalf("after publish, commitments.json %q (%v) and the feed (%d bytes) must both remain", both.Data[signals.CommitmentsKey], err, len(both.Data[signals.AdvisorKey]))
 	}
 	if code, _, stderr := run(t, "", "signals", "publish", "--feed", "../signals/testdata/spot-advisor-data.json", "--region", "ap-south-9", "--dry-run"); code != ExitFindings || !strings.Contains(stderr, "no Linux data for ap-south-9") {
 		t.Errorf("unknown region: exit %d %s", code, stderr)

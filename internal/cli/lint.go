@@ -3,14 +3,17 @@ package cli
 import (
 	"fmt"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/poolsmith/poolsmith/internal/lint"
+	"github.com/poolsmith/poolsmith/internal/manifest"
 )
 
 func newLintCommand() *cobra.Command {
 	var flags inputFlags
+	var reservationsFile string
 	c := &cobra.Command{
 		Use:   "lint -f PATH [-f PATH ...]",
 		Short: "Check classes across rungs and classes for mistakes Karpenter accepts silently",
@@ -22,10 +25,16 @@ their category (a warning when they decide the ranking, else a note); access rul
 class with taints but no spec.access, an access rule whose taints are all shared with
 another class, and, against the Namespaces in the input, a namespace given two default
 classes, a default class whose access rule excludes the namespace, and an access rule
-naming a namespace whose default is another class. Each finding is an
+naming a namespace whose default is another class; and open capacity reservations a
+class's on-demand rungs could use but leave unused because the class has no reserved
+rung (Karpenter launches them with CapacityReservationPreference: none): those its
+Baseline selects with instanceMatchCriteria: open, and, with --capacity-reservations,
+the open ones with room that aws ec2 describe-capacity-reservations printed. Each finding is an
 error, a warning or a note (info), one a line. Exits 1 when there is an error.`,
 		Example: `  poolsmith lint -f config/samples/
-  poolsmith lint -f classes/ -o json`,
+  poolsmith lint -f classes/ -o json
+  aws ec2 describe-capacity-reservations --filters Name=state,Values=active > cr.json
+  poolsmith lint -f classes/ --capacity-reservations cr.json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			flags.extraKinds = map[string]bool{"Namespace": true}
@@ -33,8 +42,19 @@ error, a warning or a note (info), one a line. Exits 1 when there is an error.`,
 			if err != nil {
 				return err
 			}
+			var reservations []lint.Reservation
+			if reservationsFile != "" {
+				data, err := manifest.ReadFile(reservationsFile)
+				if err != nil {
+					return inputError{"--capacity-reservations: " + err.Error()}
+				}
+				if reservations, err = lint.ParseReservations(reservationsFile, data); err != nil {
+					return inputError{"--capacity-reservations " + err.Error()}
+				}
+			}
 			classes := in.renderEach()
 			findings := append(lint.Lint(classes, in.opts), lint.Access(classes, in.namespaces())...)
+			findings = append(findings, lint.OpenReservations(classes, reservations, in.opts, time.Time{})...)
 			out := c.OutOrStdout()
 			if flags.output == "json" {
 				if findings == nil {
@@ -64,5 +84,6 @@ error, a warning or a note (info), one a line. Exits 1 when there is an error.`,
 		},
 	}
 	flags.register(c, "text (default) or json")
+	c.Flags().StringVar(&reservationsFile, "capacity-reservations", "", "a file with what `aws ec2 describe-capacity-reservations` printed (JSON): open reservations with room that a class without a reserved rung leaves unused")
 	return c
 }

@@ -244,6 +244,17 @@ func (c Commitment) Covers(t *catalog.InstanceType, region, zone string) bool {
 	return t.Family == family(c.InstanceType) && NormalizationFactor(t.Name) > 0
 }
 
+// Covering is the first of cs (in AWS's order, as given) that covers one on-demand
+// instance of the type in region, with its rate and where the rate came from.
+func Covering(cs []Commitment, t *catalog.InstanceType, onDemand float64, region string) (Commitment, float64, string, bool) {
+	for _, c := range cs {
+		if rate, source, ok := c.Rate(t, onDemand, region, ""); ok {
+			return c, rate, source, true
+		}
+	}
+	return Commitment{}, 0, "", false
+}
+
 // Rate is the effective hourly of one instance of the type under c (what it draws from
 // the commitment), with where the figure came from; ok is false when c does not cover the
 // type or gives no figure for it. A Savings Plan's rate is on-demand x (1 - discount), the

@@ -139,6 +139,7 @@ func Lint(classes []Class, opts render.Options) []Finding {
 		results[i] = c.Result
 	}
 	findings = append(findings, NameCollisions(results)...)
+	findings = append(findings, Commitments(ok, opts)...)
 	checkClassOverlap(ok, add)
 	sort.SliceStable(findings, func(i, j int) bool {
 		if findings[i].Object != findings[j].Object {

@@ -125,16 +125,6 @@ func amount(c commitment.Commitment, v float64) string {
 	return USD(v) + "/h"
 }
 
-// covering is the first of open that covers the type, with its rate.
-func covering(open []commitment.Commitment, t *catalog.InstanceType, onDemand float64, region string) (commitment.Commitment, float64, string, bool) {
-	for _, c := range open {
-		if rate, source, ok := c.Rate(t, onDemand, region, ""); ok {
-			return c, rate, source, true
-		}
-	}
-	return commitment.Commitment{}, 0, "", false
-}
-
 // commitmentKey spells out what of the open commitments a rung's price depends on: each
 // one's id, kind and pricing facts (never its entitlement or usage, which move with every
 // node and would grow the catalog's cache without bound).

@@ -232,7 +232,7 @@ func (r *renderer) scanCost(c rungCost, reqs []karpv1.NodeSelectorRequirementWit
 			cand.adj *= RiskPenalty[p.Interruption]
 		}
 		cand.value, cand.effect = cand.adj, cand.adj
-		if com, rate, source, ok := covering(open, ty, p.OnDemand, r.region); ok {
+		if com, rate, source, ok := commitment.Covering(open, ty, p.OnDemand, r.region); ok {
 			cand.value, cand.effect, cand.commitment, cand.rate = 0, rate/units, com.ID, source
 		}
 		cands = append(cands, cand)

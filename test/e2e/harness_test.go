@@ -21,6 +21,8 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+
 	"github.com/poolsmith/poolsmith/internal/catalog"
 	"github.com/poolsmith/poolsmith/internal/harness/fakeec2"
 	"github.com/poolsmith/poolsmith/internal/harness/localcluster"
@@ -78,6 +80,20 @@ func serveControl(c *localcluster.Cluster) (string, error) {
 		}
 		c.ForgetCapacityErrors(req.CapacityType, req.Types)
 	})
+	// Capacity reservations: add one (POST), list them with their free counts (GET).
+	mux.HandleFunc("POST /reservations", func(w http.ResponseWriter, r *http.Request) {
+		var req fakeec2.CapacityReservation
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := c.Cloud.AddCapacityReservation(req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+		}
+	})
+	mux.HandleFunc("GET /reservations", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(c.Cloud.CapacityReservations())
+	})
 	mux.HandleFunc("GET /launches", func(w http.ResponseWriter, _ *http.Request) {
 		_ = json.NewEncoder(w).Encode(c.Cloud.Launches())
 	})
@@ -111,6 +127,14 @@ func serveControl(c *localcluster.Cluster) (string, error) {
 	mux.HandleFunc("GET /aws/describe-spot-price-history", func(w http.ResponseWriter, r *http.Request) {
 		out, _ := c.Cloud.DescribeSpotPriceHistory(r.Context(), nil)
 		_ = json.NewEncoder(w).Encode(map[string]any{"SpotPriceHistory": out.SpotPriceHistory})
+	})
+	mux.HandleFunc("GET /aws/describe-capacity-reservations", func(w http.ResponseWriter, r *http.Request) {
+		out, err := c.Cloud.DescribeCapacityReservations(r.Context(), &ec2.DescribeCapacityReservationsInput{})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"CapacityReservations": out.CapacityReservations})
 	})
 	mux.HandleFunc("GET /disruptions", func(w http.ResponseWriter, r *http.Request) {
 		total, err := disruptedTotal(r.URL.Query().Get("reason"), r.URL.Query().Get("nodepool"))
@@ -232,6 +256,26 @@ func (r *remoteCloud) Launches() []fakeec2.Launch {
 	return out
 }
 
+// AddCapacityReservation creates a capacity reservation in the account (fakeec2.Cloud's).
+func (r *remoteCloud) AddCapacityReservation(res fakeec2.CapacityReservation) {
+	GinkgoHelper()
+	Expect(r.post("/reservations", res)).To(Succeed())
+}
+
+// CapacityReservation is the account's reservation id, with its free count now.
+func (r *remoteCloud) CapacityReservation(id string) fakeec2.CapacityReservation {
+	GinkgoHelper()
+	var all []fakeec2.CapacityReservation
+	Expect(r.get("/reservations", &all)).To(Succeed())
+	for _, res := range all {
+		if res.ID == id {
+			return res
+		}
+	}
+	Fail("the account has no capacity reservation " + id)
+	return fakeec2.CapacityReservation{}
+}
+
 // Prices is the account's price list, per pool: the prices EC2 charges and Karpenter
 // launches by (the simulated account's, not Poolsmith's priced catalog).
 func (r *remoteCloud) Prices() map[fakeec2.Pool]float64 {
@@ -266,7 +310,8 @@ func (r *remoteCloud) Types() []*catalog.InstanceType {
 }
 
 // AWSCLI returns what `aws ec2 <command> --output json` prints for the account, for
-// command describe-instance-type-offerings or describe-spot-price-history.
+// command describe-instance-type-offerings, describe-spot-price-history or
+// describe-capacity-reservations.
 func (r *remoteCloud) AWSCLI(command string) []byte {
 	GinkgoHelper()
 	var out json.RawMessage

@@ -64,6 +64,8 @@ type Cloud struct {
 	unavailable map[Pool]bool
 	templates   map[string]launchTemplate
 	next        int
+	// reservations are the account's capacity reservations (reservations.go).
+	reservations reservationState
 }
 
 // New seeds a simulated account with the catalog's facts and prices for opts.Types.
@@ -78,13 +80,14 @@ func New(cat *catalog.Catalog, opts Options) (*Cloud, error) {
 		return nil, fmt.Errorf("no instance types to offer")
 	}
 	c := &Cloud{
-		EC2API:      fake.NewEC2API(),
-		region:      opts.Region,
-		zones:       opts.Zones,
-		prices:      map[string]catalog.Price{},
-		zoneIDs:     map[string]string{},
-		unavailable: map[Pool]bool{},
-		templates:   map[string]launchTemplate{},
+		EC2API:       fake.NewEC2API(),
+		region:       opts.Region,
+		zones:        opts.Zones,
+		prices:       map[string]catalog.Price{},
+		zoneIDs:      map[string]string{},
+		unavailable:  map[Pool]bool{},
+		templates:    map[string]launchTemplate{},
+		reservations: reservationState{all: map[string]*CapacityReservation{}, instances: map[string]string{}},
 	}
 	names := append([]string(nil), opts.Types...)
 	sort.Strings(names)

@@ -17,6 +17,14 @@
 //     cheapest remaining override (or the highest priority when Karpenter asks for a
 //     prioritized fleet, which it does when NodeOverlays adjust prices), and launches an
 //     instance that carries its launch tags, subnet, AMI and security groups.
+//   - Capacity reservations (see reservations.go) live in the account, not in the fake's
+//     private map: DescribeCapacityReservations lists them with their live free counts
+//     for the filters Karpenter's selector terms send; a launch template's
+//     CapacityReservationSpecification decides whether a launch uses one
+//     (capacity-reservations-only: its target, else ReservationCapacityExceeded; none:
+//     never; open or none given: an open one of the pool with room), and terminating an
+//     instance frees its slot. The provider's fake checks a target's count but never
+//     decrements it.
 //
 // Capacity can be switched off and on per (instance type, zone, capacity type) with
 // SetAvailable; every launch is recorded for tests to inspect.

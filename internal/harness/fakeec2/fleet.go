@@ -14,10 +14,13 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
-// launchTemplate is what a launched instance inherits from its template.
+// launchTemplate is what a launched instance inherits from its template, and the
+// capacity reservation preference (and target) a launch through it has.
 type launchTemplate struct {
-	image  string
-	groups []string
+	image      string
+	groups     []string
+	preference ec2types.CapacityReservationPreference
+	target     string
 }
 
 // Override is one (instance type, zone) Karpenter offered the fleet, with the priority it
@@ -41,6 +44,11 @@ type Launch struct {
 	InstanceID string
 	// Tags are the instance's launch tags.
 	Tags map[string]string
+	// Preference is the CapacityReservationPreference of the chosen override's launch
+	// template (capacity-reservations-only, open or none; empty without one).
+	Preference string `json:",omitempty"`
+	// Reservation is the capacity reservation the instance took a slot of; empty for none.
+	Reservation string `json:",omitempty"`
 }
 
 type launchLog struct {
@@ -56,12 +64,19 @@ func (c *Cloud) Launches() []Launch {
 }
 
 // CreateLaunchTemplate remembers each template's AMI and security groups, which the
-// fake forgets, so launched instances report them (else every NodeClaim drifts at once).
+// fake forgets, so launched instances report them (else every NodeClaim drifts at once),
+// and its capacity reservation preference and target, which CreateFleet honours.
 func (c *Cloud) CreateLaunchTemplate(ctx context.Context, in *ec2.CreateLaunchTemplateInput, o ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error) {
 	if !aws.ToBool(in.DryRun) && in.LaunchTemplateData != nil {
 		lt := launchTemplate{image: aws.ToString(in.LaunchTemplateData.ImageId), groups: in.LaunchTemplateData.SecurityGroupIds}
 		for _, ni := range in.LaunchTemplateData.NetworkInterfaces {
 			lt.groups = append(lt.groups, ni.Groups...)
+		}
+		if crs := in.LaunchTemplateData.CapacityReservationSpecification; crs != nil {
+			lt.preference = crs.CapacityReservationPreference
+			if crs.CapacityReservationTarget != nil {
+				lt.target = aws.ToString(crs.CapacityReservationTarget.CapacityReservationId)
+			}
 		}
 		c.mu.Lock()
 		c.templates[aws.ToString(in.LaunchTemplateName)] = lt
@@ -73,11 +88,13 @@ func (c *Cloud) CreateLaunchTemplate(ctx context.Context, in *ec2.CreateLaunchTe
 // candidate is an override with the template it came from.
 type candidate struct {
 	Override
-	subnet   string
-	image    string
-	template string
-	price    float64
-	order    int
+	subnet      string
+	image       string
+	template    string
+	price       float64
+	order       int
+	preference  ec2types.CapacityReservationPreference
+	reservation string
 }
 
 // CreateFleet launches TotalTargetCapacity instances (one per NodeClaim; Karpenter batches
@@ -85,6 +102,12 @@ type candidate struct {
 // available pool: the highest priority (lowest number) when the request is prioritized,
 // else the cheapest, ties in Karpenter's order. Pools that are off are reported as
 // InsufficientInstanceCapacity, which makes Karpenter mark those offerings unavailable.
+//
+// Capacity reservations follow each override's launch template (reservationFor): a
+// template targeting a reservation (capacity-reservations-only, Karpenter's reserved
+// launches) launches into it, or answers ReservationCapacityExceeded once it has no room;
+// preference none (every other launch under Karpenter's ReservedCapacity gate) never
+// uses one; open, or none given, takes a slot of an open reservation of the pool.
 func (c *Cloud) CreateFleet(_ context.Context, in *ec2.CreateFleetInput, _ ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error) {
 	if aws.ToBool(in.DryRun) {
 		return &ec2.CreateFleetOutput{}, &smithy.GenericAPIError{Code: "DryRunOperation", Message: "Request would have succeeded, but DryRun flag is set"}
@@ -93,6 +116,11 @@ func (c *Cloud) CreateFleet(_ context.Context, in *ec2.CreateFleetInput, _ ...fu
 		return nil, fmt.Errorf("CreateFleet: no target capacity specification")
 	}
 	capacityType := string(in.TargetCapacitySpecification.DefaultTargetCapacityType)
+	// Karpenter's CreateFleet batcher merges identical requests made at once into one with
+	// TotalTargetCapacity of their count and hands one instance to each; like EC2, launch
+	// them all (one short and the batcher reports an error without overrides, on which
+	// Karpenter v1.15.0's launch path panics).
+	count := max(1, int(aws.ToInt32(in.TargetCapacitySpecification.TotalTargetCapacity)))
 	launch := Launch{Prioritized: prioritized(in), Tags: map[string]string{}}
 	var candidates []candidate
 	out := &ec2.CreateFleetOutput{}
@@ -104,11 +132,20 @@ func (c *Cloud) CreateFleet(_ context.Context, in *ec2.CreateFleetInput, _ ...fu
 		for _, o := range ltc.Overrides {
 			pool := Pool{InstanceType: string(o.InstanceType), Zone: aws.ToString(o.AvailabilityZone), CapacityType: capacityType}
 			launch.Overrides = append(launch.Overrides, Override{Pool: pool, Priority: o.Priority})
-			if !c.Available(pool) {
+			c.mu.Lock()
+			lt := c.templates[template]
+			reservation, code := c.reservationFor(lt, pool, count)
+			c.mu.Unlock()
+			// A targeted launch draws on its reservation, not on the pool.
+			targeted := lt.preference == ec2types.CapacityReservationPreferenceCapacityReservationsOnly
+			if code == "" && !targeted && !c.Available(pool) {
+				code = "InsufficientInstanceCapacity"
+			}
+			if code != "" {
 				launch.Dropped = append(launch.Dropped, pool)
 				out.Errors = append(out.Errors, ec2types.CreateFleetError{
-					ErrorCode:    aws.String("InsufficientInstanceCapacity"),
-					ErrorMessage: aws.String("There is no " + capacityType + " capacity for " + pool.String()),
+					ErrorCode:    aws.String(code),
+					ErrorMessage: aws.String(fmt.Sprintf("%s: no %s capacity for %s (reservation %s)", code, capacityType, pool, lt.target)),
 					LaunchTemplateAndOverrides: &ec2types.LaunchTemplateAndOverridesResponse{Overrides: &ec2types.FleetLaunchTemplateOverrides{
 						InstanceType: o.InstanceType, AvailabilityZone: o.AvailabilityZone,
 					}},
@@ -120,7 +157,8 @@ func (c *Cloud) CreateFleet(_ context.Context, in *ec2.CreateFleetInput, _ ...fu
 				price = 1e9
 			}
 			candidates = append(candidates, candidate{Override: Override{Pool: pool, Priority: o.Priority},
-				subnet: aws.ToString(o.SubnetId), image: aws.ToString(o.ImageId), template: template, price: price, order: len(candidates)})
+				subnet: aws.ToString(o.SubnetId), image: aws.ToString(o.ImageId), template: template, price: price, order: len(candidates),
+				preference: lt.preference, reservation: reservation})
 		}
 	}
 	for _, ts := range in.TagSpecifications {
@@ -145,11 +183,6 @@ func (c *Cloud) CreateFleet(_ context.Context, in *ec2.CreateFleetInput, _ ...fu
 		return a.order < b.order
 	})
 	chosen := candidates[0]
-	// Karpenter's CreateFleet batcher merges identical requests made at once into one with
-	// TotalTargetCapacity of their count and hands one instance to each; like EC2, launch
-	// them all (one short and the batcher reports an error without overrides, on which
-	// Karpenter v1.15.0's launch path panics).
-	count := max(1, int(aws.ToInt32(in.TargetCapacitySpecification.TotalTargetCapacity)))
 	var ids []string
 	var image string
 	var instanceType ec2types.InstanceType
@@ -158,6 +191,9 @@ func (c *Cloud) CreateFleet(_ context.Context, in *ec2.CreateFleetInput, _ ...fu
 		c.next++
 		id := fmt.Sprintf("i-%017x", c.next)
 		lt := c.templates[chosen.template]
+		if chosen.reservation != "" {
+			c.takeSlot(chosen.reservation, id)
+		}
 		c.mu.Unlock()
 		image = chosen.image
 		if image == "" {
@@ -184,9 +220,23 @@ func (c *Cloud) CreateFleet(_ context.Context, in *ec2.CreateFleetInput, _ ...fu
 			instance.SpotInstanceRequestId = aws.String("sir-" + id[2:])
 			instance.InstanceLifecycle = ec2types.InstanceLifecycleTypeSpot
 		}
+		// What EC2 reports and Karpenter reads back: an instance is reserved only with a
+		// reservation id and preference capacity-reservations-only.
+		preference := chosen.preference
+		if chosen.reservation != "" && preference == "" {
+			preference = ec2types.CapacityReservationPreferenceOpen
+		}
+		if preference != "" {
+			instance.CapacityReservationSpecification = &ec2types.CapacityReservationSpecificationResponse{CapacityReservationPreference: preference}
+		}
+		if chosen.reservation != "" {
+			instance.CapacityReservationId = aws.String(chosen.reservation)
+			instance.CapacityReservationSpecification.CapacityReservationTarget = &ec2types.CapacityReservationTargetResponse{CapacityReservationId: aws.String(chosen.reservation)}
+		}
 		c.EC2API.Instances.Store(id, instance)
 		one := launch
 		one.Chosen, one.InstanceID = chosen.Pool, id
+		one.Preference, one.Reservation = string(chosen.preference), chosen.reservation
 		c.record(one)
 		ids = append(ids, id)
 		instanceType = instance.InstanceType

@@ -38,6 +38,8 @@ var DefaultTypes = []string{
 	"r7g.large", "r7g.xlarge", "r7g.2xlarge", "x2gd.xlarge",
 	"c6i.large", "c7i.large", "c7i.xlarge", "c7i.2xlarge", "m6i.large", "m7i.large", "m7i.xlarge", "m7i.2xlarge",
 	"r7i.large", "r7i.xlarge", "r7i.2xlarge",
+	// Only the capacity reservation scenarios select these (categories i and im).
+	"i4g.large", "im4gn.large",
 	"g6.xlarge", "g6.2xlarge", "g6.12xlarge", "g5.xlarge", "g5.2xlarge", "g5.12xlarge",
 }
 
