@@ -31,7 +31,7 @@ var _ = Describe("Headroom sized by percentage", Ordered, func() {
 
 	It("holds a percentage of the requests of the class's own pods, not of placeholders, DaemonSet, mirror, terminal or other nodes' pods", func() {
 		create(newClass("hru", "hru-base", func(wc *v1alpha1.WorkloadClass) {
-			wc.Spec.Headroom = &v1alpha1.Headroom{Percentage: ptr.To[int32](50), PodShape: &v1alpha1.HeadroomPodShape{CPU: ptr.To(resource.MustParse("1"))}}
+			wc.Spec.Headroom = &v1alpha1.Headroom{Percentage: ptr.To[int32](50), PodShape: &v1alpha1.HeadroomPodShape{CPU: ptr.To(resource.MustParse("1"))}, Mechanism: v1alpha1.HeadroomPods}
 		}))
 		waitSynced("hru")
 		desired := func() int32 {
@@ -108,7 +108,7 @@ var _ = Describe("Headroom figures", Ordered, func() {
 
 	It("reports the warm nodes and what the ready units cost, in status and as gauges, and drops the gauges with the class", func() {
 		create(newClass("hrf", "hrf-base", func(wc *v1alpha1.WorkloadClass) {
-			wc.Spec.Headroom = &v1alpha1.Headroom{Replicas: ptr.To[int32](2), PodShape: &v1alpha1.HeadroomPodShape{CPU: ptr.To(resource.MustParse("1"))}}
+			wc.Spec.Headroom = &v1alpha1.Headroom{Replicas: ptr.To[int32](2), PodShape: &v1alpha1.HeadroomPodShape{CPU: ptr.To(resource.MustParse("1"))}, Mechanism: v1alpha1.HeadroomPods}
 		}))
 		waitSynced("hrf")
 		Eventually(headroomDeployment("hrf")).ShouldNot(BeNil())

@@ -16,6 +16,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	cbv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
+
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 )
 
@@ -32,26 +34,16 @@ func chartHeadroomRBAC(t *testing.T) rbacInstall {
 	return in
 }
 
-// headroom drives spec.headroom under --headroom=pods: a class sized by percentage (its
-// pass builds the pod informer: list and watch pods) gets its placeholder Deployment
+// headroom drives spec.headroom's placeholder pods (mechanism: Pods) under
+// --headroom=capacitybuffer, then its CapacityBuffers (headroomBuffers). A class sized by
+// percentage (its pass builds the pod informer: list and watch pods) gets its placeholder Deployment
 // (create; list and watch in the headroom namespace), a hand edit of it is reverted
 // (update), a Deployment of another owner under a class's placeholder name is read once
 // (get) and reported, and spec.headroom removed deletes the Deployment (delete).
 func (s *scenario) headroom(apply func(client.Object) error) error {
 	ns := s.in.headroom
-	classWith := func(name string, headroom map[string]any) *unstructured.Unstructured {
-		wc := &unstructured.Unstructured{}
-		for _, o := range s.objs {
-			if o.GetName() == s.name("general") {
-				wc.Object = map[string]any{"apiVersion": o.GetAPIVersion(), "kind": o.GetKind(),
-					"metadata": map[string]any{"name": name}, "spec": runtime.DeepCopyJSONValue(o.Object["spec"])}
-			}
-		}
-		_ = unstructured.SetNestedField(wc.Object, headroom, "spec", "headroom")
-		return wc
-	}
 	unit := map[string]any{"cpu": "100m"}
-	if err := apply(classWith(s.name("headroom"), map[string]any{"replicas": int64(1), "percentage": int64(50), "podShape": unit})); err != nil {
+	if err := apply(s.headroomClass(s.name("headroom"), map[string]any{"replicas": int64(1), "percentage": int64(50), "podShape": unit, "mechanism": "Pods"})); err != nil {
 		return err
 	}
 	key := client.ObjectKey{Namespace: ns, Name: s.name("headroom") + "-headroom"}
@@ -94,7 +86,7 @@ func (s *scenario) headroom(apply func(client.Object) error) error {
 	if err := env.Client.Create(ctx, foreign); err != nil {
 		return err
 	}
-	colliding := classWith(s.name("headroom-collide"), map[string]any{"replicas": int64(1), "podShape": unit})
+	colliding := s.headroomClass(s.name("headroom-collide"), map[string]any{"replicas": int64(1), "podShape": unit, "mechanism": "Pods"})
 	if err := apply(colliding); err != nil {
 		return err
 	}
@@ -112,9 +104,125 @@ func (s *scenario) headroom(apply func(client.Object) error) error {
 	if err := env.Client.Patch(ctx, wc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"headroom":null}}`))); err != nil {
 		return err
 	}
-	return s.wait("the placeholder Deployment deleted with spec.headroom", func() (bool, error) {
+	if err := s.wait("the placeholder Deployment deleted with spec.headroom", func() (bool, error) {
 		_, err := replicas()
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	}); err != nil {
+		return err
+	}
+	return s.headroomBuffers(apply)
+}
+
+// headroomClass is a copy of the scenario's general class named name, with spec.headroom.
+func (s *scenario) headroomClass(name string, headroom map[string]any) *unstructured.Unstructured {
+	wc := &unstructured.Unstructured{}
+	for _, o := range s.objs {
+		if o.GetName() == s.name("general") {
+			wc.Object = map[string]any{"apiVersion": o.GetAPIVersion(), "kind": o.GetKind(),
+				"metadata": map[string]any{"name": name}, "spec": runtime.DeepCopyJSONValue(o.Object["spec"])}
+		}
+	}
+	_ = unstructured.SetNestedField(wc.Object, headroom, "spec", "headroom")
+	return wc
+}
+
+// headroomBuffers drives the CapacityBuffer mechanism: a class gets its PodTemplate and
+// CapacityBuffer (create; list and watch in the headroom namespace), hand edits of both are
+// reverted (update), a PodTemplate and a CapacityBuffer of another owner under a class's
+// names are each read once (get) and reported, and spec.headroom removed deletes both
+// (delete).
+func (s *scenario) headroomBuffers(apply func(client.Object) error) error {
+	ns := s.in.headroom
+	unit := map[string]any{"cpu": "100m"}
+	name := s.name("headroom-buffer")
+	if err := apply(s.headroomClass(name, map[string]any{"replicas": int64(2), "podShape": unit})); err != nil {
+		return err
+	}
+	key := client.ObjectKey{Namespace: ns, Name: name + "-headroom"}
+	buffer := func() (*cbv1beta1.CapacityBuffer, error) {
+		b := &cbv1beta1.CapacityBuffer{}
+		return b, env.Client.Get(ctx, key, b)
+	}
+	template := func() (*corev1.PodTemplate, error) {
+		pt := &corev1.PodTemplate{}
+		return pt, env.Client.Get(ctx, key, pt)
+	}
+	holds := func() (bool, error) {
+		b, err := buffer()
+		if err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		pt, err := template()
+		if err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return ptr.Deref(b.Spec.Replicas, 0) == 2 && pt.Template.Spec.PriorityClassName == "", nil
+	}
+	if err := s.wait("the PodTemplate and CapacityBuffer of class headroom-buffer", holds); err != nil {
+		return err
+	}
+	b, err := buffer()
+	if err != nil {
+		return err
+	}
+	b.Spec.Replicas = ptr.To[int32](7)
+	if err := env.Client.Update(ctx, b); err != nil {
+		return err
+	}
+	pt, err := template()
+	if err != nil {
+		return err
+	}
+	pt.Template.Spec.PriorityClassName = "system-cluster-critical"
+	if err := env.Client.Update(ctx, pt); err != nil {
+		return err
+	}
+	if err := s.wait("the hand edits of the PodTemplate and CapacityBuffer reverted", holds); err != nil {
+		return err
+	}
+
+	labels := map[string]string{scenarioLabel: s.prefix}
+	var foreign []client.Object
+	for _, c := range []struct {
+		class string
+		obj   client.Object
+	}{
+		{"headroom-collide-pt", &corev1.PodTemplate{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}}},
+		{"headroom-collide-cb", &cbv1beta1.CapacityBuffer{Spec: cbv1beta1.CapacityBufferSpec{PodTemplateRef: &cbv1beta1.LocalObjectRef{Name: "elsewhere"}, Replicas: ptr.To[int32](0)}}},
+	} {
+		c.obj.SetName(s.name(c.class) + "-headroom")
+		c.obj.SetNamespace(ns)
+		c.obj.SetLabels(labels)
+		if err := env.Client.Create(ctx, c.obj); err != nil {
+			return err
+		}
+		foreign = append(foreign, c.obj)
+		colliding := s.headroomClass(s.name(c.class), map[string]any{"replicas": int64(1), "podShape": unit})
+		if err := apply(colliding); err != nil {
+			return err
+		}
+		if err := s.wait("WorkloadClass "+c.class+" Synced=False (OwnershipConflict)", func() (bool, error) {
+			cond, _, err := condition(colliding.GetName(), v1alpha1.ConditionSynced)
+			return cond != nil && cond.Reason == v1alpha1.ReasonOwnershipConflict, err
+		}); err != nil {
+			return err
+		}
+		foreign = append(foreign, colliding)
+	}
+	for _, o := range foreign {
+		if err := env.Client.Delete(ctx, o); err != nil {
+			return err
+		}
+	}
+
+	wc := &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := env.Client.Patch(ctx, wc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"headroom":null}}`))); err != nil {
+		return err
+	}
+	return s.wait("the PodTemplate and CapacityBuffer deleted with spec.headroom", func() (bool, error) {
+		_, errB := buffer()
+		_, errT := template()
+		return apierrors.IsNotFound(errB) && apierrors.IsNotFound(errT), errors.Join(client.IgnoreNotFound(errB), client.IgnoreNotFound(errT))
 	})
 }
 

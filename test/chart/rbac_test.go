@@ -49,7 +49,7 @@ type rbacInstall struct {
 	sa      types.NamespacedName
 	signals types.NamespacedName
 	// headroom is the headroom namespace the install's Role is in, when it installs one
-	// (chartHeadroomRBAC); the manager then runs with --headroom=pods there.
+	// (chartHeadroomRBAC); the manager then runs with --headroom=capacitybuffer there.
 	headroom string
 }
 
@@ -276,7 +276,7 @@ func (e errDetected) Error() string { return "the manager reported it in " + e.w
 const scenarioLabel = "test.poolsmith.dev/rbac-scenario"
 
 // extraClasses are the classes run makes beside the samples.
-var extraClasses = []string{"collide", "collide-ov", "rebalance", "restricted", "blocked", "orphaning", "headroom", "headroom-collide"}
+var extraClasses = []string{"collide", "collide-ov", "rebalance", "restricted", "blocked", "orphaning", "headroom", "headroom-collide", "headroom-buffer", "headroom-collide-pt", "headroom-collide-cb"}
 
 // scenario drives the manager through everything its RBAC exists for. Scenarios run side
 // by side on one API server: each has its own namespace (ServiceAccount, Roles, Lease,
@@ -537,7 +537,7 @@ func (s *scenario) run() error {
 	mctx, cancel := context.WithCancel(ctx)
 	caps := capabilities.Capabilities{NodeOverlays: true}
 	if in.headroom != "" {
-		caps.Headroom, caps.HeadroomNamespace = v1alpha1.HeadroomPods, in.headroom
+		caps.Headroom, caps.HeadroomNamespace = v1alpha1.HeadroomCapacityBuffer, in.headroom
 	}
 	mgr, err := operator.New(mctx, cfg, operator.Options{
 		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
