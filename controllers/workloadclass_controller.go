@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	cbv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
@@ -97,17 +98,33 @@ type WorkloadClassReconciler struct {
 	ownWrites sync.Map
 }
 
+// ownWrite is this manager's last write of a child: the resourceVersion the API server
+// gave it and, for a create, when it was made.
+type ownWrite struct {
+	resourceVersion string
+	created         time.Time
+}
+
+// cacheLagBound is how long a child this manager created may stay missing from the cache
+// before a pass plans it again as missing (see awaitingCache).
+const cacheLagBound = 15 * time.Second
+
+// cacheLagRetry is how soon a pass that found its own creates missing from the cache
+// plans again.
+const cacheLagRetry = 500 * time.Millisecond
+
 // notOwnWrite drops a child's create or update event when the child is exactly what this
 // manager's last write of it made (the resourceVersion the write returned): the pass that
 // wrote it already planned against that render, and planning again would render, compare
 // and find nothing to do, once for every write (a Baseline edit reaching 200 classes
 // planned 400 times). Any other write to the child (a hand edit, Karpenter's status) has
-// another resourceVersion and plans the class as before.
+// another resourceVersion and plans the class as before. A deletion always plans the
+// class, and forgets the write (forgetDeleted).
 func (r *WorkloadClassReconciler) notOwnWrite() predicate.Funcs {
 	own := func(obj client.Object) bool {
 		key := plan.KindOf(obj) + "/" + obj.GetName()
 		v, ok := r.ownWrites.Load(key)
-		if !ok || v.(string) != obj.GetResourceVersion() {
+		if !ok || v.(ownWrite).resourceVersion != obj.GetResourceVersion() {
 			return false
 		}
 		r.ownWrites.CompareAndDelete(key, v)
@@ -116,7 +133,33 @@ func (r *WorkloadClassReconciler) notOwnWrite() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool { return !own(e.Object) },
 		UpdateFunc: func(e event.UpdateEvent) bool { return !own(e.ObjectNew) },
+		DeleteFunc: r.forgetDeleted().DeleteFunc,
 	}
+}
+
+// forgetDeleted forgets this manager's last write of a child once the child is deleted,
+// so that awaitingCache never mistakes a deleted child for one the cache has yet to see.
+func (r *WorkloadClassReconciler) forgetDeleted() predicate.Funcs {
+	return predicate.Funcs{DeleteFunc: func(e event.DeleteEvent) bool {
+		r.ownWrites.Delete(plan.KindOf(e.Object) + "/" + e.Object.GetName())
+		return true
+	}}
+}
+
+// awaitingCache names a child the plan would create although this manager created it
+// less than cacheLagBound ago and has seen no deletion of it since: the cache has not
+// caught up with the write yet (a pass started by another event, under load). Creating it
+// again would only meet AlreadyExists and read it back, two requests for nothing.
+func (r *WorkloadClassReconciler) awaitingCache(p *plan.Plan) string {
+	for _, s := range p.Steps {
+		if s.Action != plan.Create {
+			continue
+		}
+		if v, ok := r.ownWrites.Load(s.Ref()); ok && !v.(ownWrite).created.IsZero() && time.Since(v.(ownWrite).created) < cacheLagBound {
+			return s.Ref()
+		}
+	}
+	return ""
 }
 
 // writtenClass is a class as the API server returned it after this manager wrote it, and
@@ -243,6 +286,12 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 	}
 	res, p := out.Result, out.Plan
 	o.Rendered, o.Live = res, out.Live
+	if ref := r.awaitingCache(p); ref != "" {
+		// Nothing has failed and nothing is written: the pass comes back once the cache
+		// holds what the last one created.
+		log.FromContext(ctx).V(1).Info("waiting for the cache to hold a child this manager created", "child", ref)
+		return o, ctrl.Result{RequeueAfter: cacheLagRetry}, nil
+	}
 	if p.Blocked() {
 		r.rollBackUnfinished(ctx, wc, out.Live)
 		o.Ladder = true
@@ -408,9 +457,10 @@ func (r *WorkloadClassReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// The cache holds only the headroom namespace's labelled Deployments, PodTemplates
 		// and CapacityBuffers (internal/operator). A buffer's status is how Karpenter says
 		// its units are ready.
-		b = b.Owns(&appsv1.Deployment{})
+		forget := builder.WithPredicates(r.forgetDeleted())
+		b = b.Owns(&appsv1.Deployment{}, forget)
 		if r.Capabilities.HeadroomBuffers {
-			b = b.Owns(&corev1.PodTemplate{}).Owns(&cbv1beta1.CapacityBuffer{})
+			b = b.Owns(&corev1.PodTemplate{}, forget).Owns(&cbv1beta1.CapacityBuffer{}, forget)
 		}
 	}
 	if r.Capabilities.AccessRules() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -216,7 +217,7 @@ func (r *WorkloadClassReconciler) write(ctx context.Context, wc *v1alpha1.Worklo
 			}
 			return nil, err
 		}
-		r.ownWrites.Store(s.Ref(), u.GetResourceVersion())
+		r.ownWrites.Store(s.Ref(), ownWrite{resourceVersion: u.GetResourceVersion(), created: time.Now()})
 		return u, nil
 	case plan.Delete:
 		if err := r.Delete(ctx, s.LiveObject, client.Preconditions{UID: ptr.To(s.LiveObject.GetUID())}); client.IgnoreNotFound(err) != nil {
@@ -232,7 +233,7 @@ func (r *WorkloadClassReconciler) write(ctx context.Context, wc *v1alpha1.Worklo
 			}
 			return nil, err
 		}
-		r.ownWrites.Store(s.Ref(), u.GetResourceVersion())
+		r.ownWrites.Store(s.Ref(), ownWrite{resourceVersion: u.GetResourceVersion()})
 		if edit != nil && s.Action == plan.Update {
 			r.fanOut.add(r.Recorder, edit, wc.Name, s)
 			break
