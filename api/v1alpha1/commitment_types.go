@@ -29,8 +29,8 @@ type Commitments struct {
 	// allocations split each commitment's share across the Baseline's classes: a class
 	// matched by an entry (the first that matches) gets that percent of every share; the
 	// rest is split equally among the teams of the classes no entry matches, a team being
-	// the classes' poolsmith.dev/team label (a class without one is a team of its own),
-	// and equally among a team's classes.
+	// the classes' poolsmith.dev/team label (the classes without one are one team
+	// together), and equally among a team's classes.
 	// +kubebuilder:validation:MaxItems=20
 	// +listType=atomic
 	// +optional

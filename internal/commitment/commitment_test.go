@@ -223,7 +223,8 @@ func TestNormalization(t *testing.T) {
 	}
 }
 
-// Equal per team by default: a tenant that adds classes does not enlarge its part.
+// Equal per team by default: a tenant that adds classes, labelled or not, does not enlarge
+// its part.
 func TestEntitlementsPerTeam(t *testing.T) {
 	team := func(name, team string) commitment.Class {
 		c := commitment.Class{Name: name, Labels: map[string]string{}}
@@ -232,17 +233,17 @@ func TestEntitlementsPerTeam(t *testing.T) {
 		}
 		return c
 	}
-	classes := []commitment.Class{team("a1", "a"), team("a2", "a"), team("a3", "a"), team("b1", "b"), team("lone", ""),
+	classes := []commitment.Class{team("a1", "a"), team("a2", "a"), team("a3", "a"), team("b1", "b"), team("lone", ""), team("lone2", ""), team("lone3", ""),
 		{Name: "quiet", Labels: map[string]string{v1alpha1.LabelTeam: "b"}, Ignore: true}}
 	f := commitment.Entitlements(nil, classes)
-	for name, want := range map[string]float64{"a1": 1.0 / 9, "a2": 1.0 / 9, "a3": 1.0 / 9, "b1": 1.0 / 3, "lone": 1.0 / 3, "quiet": 0} {
+	for name, want := range map[string]float64{"a1": 1.0 / 9, "a2": 1.0 / 9, "a3": 1.0 / 9, "b1": 1.0 / 3, "lone": 1.0 / 9, "lone2": 1.0 / 9, "lone3": 1.0 / 9, "quiet": 0} {
 		if !near(f[name].Of, want) {
 			t.Errorf("%s: %v (%s), want %v", name, f[name].Of, f[name].Rule, want)
 		}
 	}
 	allocs := []v1alpha1.CommitmentAllocation{{ClassSelector: metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelTeam: "a"}}, Percent: 60}}
 	f = commitment.Entitlements(allocs, classes)
-	for name, want := range map[string]float64{"a1": 0.2, "b1": 0.2, "lone": 0.2, "quiet": 0} {
+	for name, want := range map[string]float64{"a1": 0.2, "b1": 0.2, "lone": 0.2 / 3, "quiet": 0} {
 		if !near(f[name].Of, want) {
 			t.Errorf("with allocations, %s: %v (%s), want %v", name, f[name].Of, f[name].Rule, want)
 		}

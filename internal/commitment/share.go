@@ -25,11 +25,15 @@ type Fraction struct {
 // by an allocation (the first whose classSelector matches) gets that allocation's percent,
 // split equally among the classes it matches. What no allocation claims (100 minus their
 // percents) is split equally among the teams of the classes no allocation matches, a team
-// being the poolsmith.dev/team label (a class without one is a team of its own), then
-// equally among a team's classes: a tenant cannot enlarge its part by creating classes. A
+// being the poolsmith.dev/team label (the classes without one are one team together), then
+// equally among a team's classes: a tenant cannot enlarge its part by creating classes,
+// labelled or not (were each unlabelled class a team, ten of them would take ten parts). A
 // class that ignores commitments gets nothing, and its part goes to the others of its
 // group. Nothing is lent between groups: an allocation whose classes are all gone stays
 // unused (isolation between teams before soaking up spare).
+// noTeam is the team of the classes that carry no poolsmith.dev/team label.
+const noTeam = "the classes without a team label"
+
 func Entitlements(allocations []v1alpha1.CommitmentAllocation, classes []Class) map[string]Fraction {
 	out := map[string]Fraction{}
 	matched := make([][]string, len(allocations))
@@ -52,7 +56,7 @@ func Entitlements(allocations []v1alpha1.CommitmentAllocation, classes []Class) 
 		team, ok := c.Labels[v1alpha1.LabelTeam]
 		key := "team " + team
 		if !ok || team == "" {
-			key = "class " + c.Name
+			key = noTeam
 		}
 		if _, seen := teams[key]; !seen {
 			teamOrder = append(teamOrder, key)
