@@ -2,15 +2,16 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +19,7 @@ import (
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/capabilities"
 	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/commitment"
 	"github.com/poolsmith/poolsmith/internal/decode"
 	"github.com/poolsmith/poolsmith/internal/diff"
 	"github.com/poolsmith/poolsmith/internal/observe"
@@ -35,6 +37,7 @@ type diffFlags struct {
 	signalsMaxAge    time.Duration
 	nodeOverlays     bool
 	accessPolicies   bool
+	openDwell        time.Duration
 }
 
 func newDiffCommand() *cobra.Command {
@@ -64,6 +67,7 @@ would be written, a conflict blocks the class or a write would be refused.`,
 	c.Flags().DurationVar(&flags.signalsMaxAge, "signals-max-age", operator.DefaultSignalsMaxAge, "as the manager's --signals-max-age")
 	c.Flags().BoolVar(&flags.nodeOverlays, "node-overlays", false, "as the manager's --node-overlays")
 	c.Flags().BoolVar(&flags.accessPolicies, "access-policies", true, "as the manager's --access-policies")
+	c.Flags().DurationVar(&flags.openDwell, "commitment-open-dwell", commitment.DefaultOpenDwell, "as the manager's --commitment-open-dwell: with the classes' status.commitments and NodeClaims, it decides which commitments still rank each class's rungs")
 	flags.headroom.register(c.Flags(), "plan each class's headroom children as the manager would")
 	return c
 }
@@ -75,6 +79,9 @@ func runDiff(c *cobra.Command, flags *diffFlags) error {
 	}
 	if flags.output != "" && flags.output != "text" {
 		return usageError{fmt.Errorf("unknown output format %q (allowed: [text])", flags.output)}
+	}
+	if flags.openDwell < 0 {
+		return usageError{fmt.Errorf("--commitment-open-dwell %s is negative: it is how long room must hold before a commitment opens again, e.g. 5m", flags.openDwell)}
 	}
 	var headroom capabilities.Capabilities
 	if err := flags.headroom.apply(&headroom); err != nil {
@@ -92,8 +99,12 @@ func runDiff(c *cobra.Command, flags *diffFlags) error {
 		Headroom: headroom.Headroom, HeadroomNamespace: headroom.HeadroomNamespace}
 	cluster := observe.Cluster{Cached: cl, Direct: cl, Capabilities: caps}
 	// The signals are read once for every class: the catalog is given, not priced per class.
-	source := observe.Source{Baselines: in.baselines, Reader: lenientReader{cl},
-		Options: render.Options{Region: flags.region, Catalog: cat, Capabilities: caps}}
+	// Commitments rank as the manager ranks them: each one's state follows from the class's
+	// status.commitments (read below) and its NodeClaims, and its part of the share from the
+	// Baseline's classes, the input's in place of the cluster's.
+	source := observe.Source{Baselines: in.baselines, Reader: inputClasses{lenientReader{cl}, in.classes},
+		Options:  render.Options{Region: flags.region, Catalog: cat, Capabilities: caps},
+		Tracking: &observe.Tracking{Now: time.Now(), Dwell: flags.openDwell}}
 	if caps.HeadroomOn() {
 		// A percentage is of the same live requests the manager reads.
 		source.Usage = &observe.Usage{NodeClaims: cl, Pods: cl, Namespace: caps.HeadroomNamespaceOrDefault()}
@@ -126,7 +137,20 @@ func (d differ) run(ctx context.Context) (bool, error) {
 	var invalid inputError
 	for _, wc := range d.in.classes {
 		ref := "WorkloadClass/" + wc.Name
-		owner := wc.DeepCopy() // takes the live class's UID below
+		owner := wc.DeepCopy()
+		// Ownership is by the class's UID as the cluster holds it (a class not created yet
+		// owns nothing), and commitments rank from its status.commitments. Only those are
+		// read, so a live class that does not decode (internal/decode) does not stop the
+		// diff of the input's.
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("WorkloadClass"))
+		switch err := d.reader.Get(ctx, client.ObjectKey{Name: wc.Name}, live); {
+		case err == nil:
+			owner.UID = live.GetUID()
+			owner.Status.Commitments = liveCommitments(live)
+		case !apierrors.IsNotFound(err):
+			return false, fmt.Errorf("reading %s: %w", ref, err)
+		}
 		inputs, err := d.source.Assemble(ctx, owner)
 		if err != nil {
 			return false, err
@@ -141,18 +165,6 @@ func (d differ) run(ctx context.Context) (bool, error) {
 			fmt.Fprintf(d.w, "%s: Baseline %q in the cluster does not decode (%s): the controller reports InvalidSpec and leaves its children as they are\n", ref, wc.BaselineName(), why)
 			changed = true
 			continue
-		}
-		// Ownership is by the class's UID as the cluster holds it; a class not created yet
-		// owns nothing.
-		// Only its metadata is read, so a live class that does not decode (internal/decode)
-		// does not stop the diff of the input's.
-		live := &metav1.PartialObjectMetadata{}
-		live.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("WorkloadClass"))
-		switch err := d.reader.Get(ctx, client.ObjectKey{Name: wc.Name}, live); {
-		case err == nil:
-			owner.UID = live.UID
-		case !apierrors.IsNotFound(err):
-			return false, fmt.Errorf("reading %s: %w", ref, err)
 		}
 		out, err := d.cluster.Plan(ctx, inputs.Inputs)
 		var rerrs render.Errors
@@ -174,6 +186,51 @@ func (d differ) run(ctx context.Context) (bool, error) {
 		return false, invalid
 	}
 	return changed, nil
+}
+
+// liveCommitments is a live class's status.commitments, or none when they do not decode
+// (the states then start afresh, as for a new class).
+func liveCommitments(live *unstructured.Unstructured) []v1alpha1.ClassCommitmentStatus {
+	raw, ok, err := unstructured.NestedFieldNoCopy(live.Object, "status", "commitments")
+	if !ok || err != nil {
+		return nil
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil
+	}
+	var out []v1alpha1.ClassCommitmentStatus
+	if json.Unmarshal(b, &out) != nil {
+		return nil
+	}
+	return out
+}
+
+// inputClasses lists WorkloadClasses as the cluster will hold them once the input is
+// applied: the input's in place of the live ones of the same name, and the new ones too,
+// so each class's part of a commitment is split as the manager will split it.
+type inputClasses struct {
+	client.Reader
+	classes []*v1alpha1.WorkloadClass
+}
+
+func (r inputClasses) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := r.Reader.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	l, ok := list.(*v1alpha1.WorkloadClassList)
+	if !ok {
+		return nil
+	}
+	for _, wc := range r.classes {
+		i := slices.IndexFunc(l.Items, func(live v1alpha1.WorkloadClass) bool { return live.Name == wc.Name })
+		if i < 0 {
+			l.Items = append(l.Items, *wc.DeepCopy())
+			continue
+		}
+		l.Items[i] = *wc.DeepCopy()
+	}
+	return nil
 }
 
 // lenientReader reads Baselines as the manager's cache does (internal/decode), so one

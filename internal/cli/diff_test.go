@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -299,3 +301,102 @@ func TestDiffShowsExactlyWhatTheNextReconcileWrites(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// diff ranks a class's rungs by its Baseline's commitments as the manager does: each
+// commitment's state from the class's status.commitments and NodeClaims, its part of the
+// share from the Baseline's classes. Without them it announced the weights without
+// commitments, which the manager never writes.
+func TestDiffRanksWithCommitmentsAsTheManagerDoes(t *testing.T) {
+	env, kubeconfig := liveCluster(t)
+	ctx := context.Background()
+	const file = "testdata/commitments.yaml" // docs/commitments.md's worked example
+	objs, err := manifest.Load([]string{file}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if err := env.Client.Create(ctx, o.Unstructured); err != nil {
+			t.Fatal(err)
+		}
+	}
+	diffAndReconcile := func(step string) string {
+		t.Helper()
+		code, out, stderr := run(t, "", "diff", "-f", file, "--kubeconfig", kubeconfig)
+		planned := plannedWrites(out)
+		if wantCode := map[bool]int{true: ExitFindings, false: ExitOK}[len(planned) > 0]; code != wantCode {
+			t.Fatalf("%s: diff exit %d, want %d\n%s%s", step, code, wantCode, out, stderr)
+		}
+		written := reconcileOnce(t, env, "api")
+		if strings.Join(written, "\n") != strings.Join(planned, "\n") {
+			t.Fatalf("%s: diff announced\n  %s\nthe reconcile wrote\n  %s\ndiff output:\n%s", step, strings.Join(planned, "\n  "), strings.Join(written, "\n  "), out)
+		}
+		return out
+	}
+	const covered = "api-on-demand-arm64-m7g-xlarge"
+	weight := func() int32 {
+		np := &karpv1.NodePool{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: covered}, np); err != nil {
+			t.Fatal(err)
+		}
+		return *np.Spec.Weight
+	}
+
+	diffAndReconcile("empty cluster")
+	if w := weight(); w != 100 {
+		t.Fatalf("the manager ranked %s at %d, want 100 (first, at the Savings Plan's rate)", covered, w)
+	}
+	if out := diffAndReconcile("after the first reconcile"); strings.Contains(out, ": update") {
+		t.Fatalf("after the first reconcile the manager writes nothing, but diff announced:\n%s", out)
+	}
+
+	// Five m7g.xlarge at $0.112608/h use $0.563 of the class's $0.60/h: no room for a sixth.
+	for i := 0; i < 5; i++ {
+		nc := &karpv1.NodeClaim{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: covered + "-", Labels: map[string]string{
+				karpv1.NodePoolLabelKey: covered, v1alpha1.LabelClass: "api", v1alpha1.LabelRung: covered,
+				corev1.LabelInstanceTypeStable: "m7g.xlarge", karpv1.CapacityTypeLabelKey: karpv1.CapacityTypeOnDemand,
+				corev1.LabelTopologyZone: "us-east-1a"}},
+			Spec: karpv1.NodeClaimSpec{
+				NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "api"},
+				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}}},
+			},
+		}
+		if err := env.Client.Create(ctx, nc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out := diffAndReconcile("exhausted"); !strings.Contains(out, "NodePool/"+covered+": update") {
+		t.Fatalf("exhausted: diff does not announce %s's new weight:\n%s", covered, out)
+	}
+	if w := weight(); w == 100 {
+		t.Fatalf("exhausted: %s still ranks first", covered)
+	}
+	if out := diffAndReconcile("after the exhausted reconcile"); strings.Contains(out, ": update") {
+		t.Fatalf("after the exhausted reconcile the manager writes nothing (the state holds), but diff announced:\n%s", out)
+	}
+}
+
+// The classes a diff splits commitments among are the cluster's with the input applied:
+// an input class replaces the live one of its name, and a new one joins them.
+func TestInputClassesListsTheClusterAsTheInputLeavesIt(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	class := func(name, team string) *v1alpha1.WorkloadClass {
+		return &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1alpha1.LabelTeam: team}}}
+	}
+	live := fake.NewClientBuilder().WithScheme(scheme).WithObjects(class("a", "x"), class("b", "x")).Build()
+	r := inputClasses{Reader: live, classes: []*v1alpha1.WorkloadClass{class("b", "y"), class("c", "z")}}
+	list := &v1alpha1.WorkloadClassList{}
+	if err := r.List(context.Background(), list); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, wc := range list.Items {
+		got[wc.Name] = wc.Labels[v1alpha1.LabelTeam]
+	}
+	if want := map[string]string{"a": "x", "b": "y", "c": "z"}; !maps.Equal(got, want) {
+		t.Fatalf("listed %v, want %v", got, want)
+	}
+}
