@@ -179,6 +179,28 @@ func reconcileOnce(t *testing.T, env *testenv.Env, class string) []string {
 	return rec.writes
 }
 
+// diffThenReconcile returns a step that runs diff on files against the cluster, then one
+// reconcile of class, and fails unless the reconcile wrote exactly what diff announced.
+func diffThenReconcile(t *testing.T, env *testenv.Env, kubeconfig, class string, files ...string) func(step string) string {
+	args := []string{"diff", "--kubeconfig", kubeconfig}
+	for _, f := range files {
+		args = append(args, "-f", f)
+	}
+	return func(step string) string {
+		t.Helper()
+		code, out, stderr := run(t, "", args...)
+		planned := plannedWrites(out)
+		if wantCode := map[bool]int{true: ExitFindings, false: ExitOK}[len(planned) > 0]; code != wantCode {
+			t.Fatalf("%s: diff exit %d, want %d\n%s%s", step, code, wantCode, out, stderr)
+		}
+		written := reconcileOnce(t, env, class)
+		if strings.Join(written, "\n") != strings.Join(planned, "\n") {
+			t.Fatalf("%s: diff announced\n  %s\nthe reconcile wrote\n  %s\ndiff output:\n%s", step, strings.Join(planned, "\n  "), strings.Join(written, "\n  "), out)
+		}
+		return out
+	}
+}
+
 // plannedWrites are the writes a diff output announces, as "verb KIND/NAME".
 func plannedWrites(out string) []string {
 	verbs := map[string]string{"create": "create", "update": "update", "retire": "update", "orphan": "update", "delete": "delete"}
@@ -225,19 +247,11 @@ func TestDiffShowsExactlyWhatTheNextReconcileWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	check := diffThenReconcile(t, env, kubeconfig, "ci", base, classFile)
 	diffAndReconcile := func(step string) string {
 		t.Helper()
 		writeClass()
-		code, out, stderr := run(t, "", "diff", "-f", base, "-f", classFile, "--kubeconfig", kubeconfig)
-		planned := plannedWrites(out)
-		if wantCode := map[bool]int{true: ExitFindings, false: ExitOK}[len(planned) > 0]; code != wantCode {
-			t.Fatalf("%s: diff exit %d, want %d\n%s%s", step, code, wantCode, out, stderr)
-		}
-		written := reconcileOnce(t, env, "ci")
-		if strings.Join(written, "\n") != strings.Join(planned, "\n") {
-			t.Fatalf("%s: diff announced\n  %s\nthe reconcile wrote\n  %s\ndiff output:\n%s", step, strings.Join(planned, "\n  "), strings.Join(written, "\n  "), out)
-		}
-		return out
+		return check(step)
 	}
 
 	out := diffAndReconcile("empty cluster")
@@ -319,19 +333,7 @@ func TestDiffRanksWithCommitmentsAsTheManagerDoes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	diffAndReconcile := func(step string) string {
-		t.Helper()
-		code, out, stderr := run(t, "", "diff", "-f", file, "--kubeconfig", kubeconfig)
-		planned := plannedWrites(out)
-		if wantCode := map[bool]int{true: ExitFindings, false: ExitOK}[len(planned) > 0]; code != wantCode {
-			t.Fatalf("%s: diff exit %d, want %d\n%s%s", step, code, wantCode, out, stderr)
-		}
-		written := reconcileOnce(t, env, "api")
-		if strings.Join(written, "\n") != strings.Join(planned, "\n") {
-			t.Fatalf("%s: diff announced\n  %s\nthe reconcile wrote\n  %s\ndiff output:\n%s", step, strings.Join(planned, "\n  "), strings.Join(written, "\n  "), out)
-		}
-		return out
-	}
+	diffAndReconcile := diffThenReconcile(t, env, kubeconfig, "api", file)
 	const covered = "api-on-demand-arm64-m7g-xlarge"
 	weight := func() int32 {
 		np := &karpv1.NodePool{}
