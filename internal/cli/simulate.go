@@ -21,6 +21,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/commitment"
 	"github.com/poolsmith/poolsmith/internal/manifest"
 	"github.com/poolsmith/poolsmith/internal/observe"
 	"github.com/poolsmith/poolsmith/internal/render"
@@ -31,7 +32,7 @@ func newSimulateCommand() *cobra.Command {
 	flags := inputFlags{extraKinds: simulate.WorkloadKinds}
 	var zones, types []string
 	var compare, offeringsFile string
-	var noHeadroom bool
+	var noHeadroom, noCommitments bool
 	var at string
 	c := &cobra.Command{
 		Use:   "simulate -f PATH... [--region R] [--zones a,b,c] [--offerings FILE] [--instance-types t1,t2] [--compare-nodepools FILE]",
@@ -52,7 +53,14 @@ offerings, when given; else offered in every zone at on-demand and spot).
 With --headroom=pods each class's headroom units are pending pods too (its placeholder
 Deployment, pinned to its rung, the schedule read now or at --at, a percentage of what
 the workload's pods on the class request), so the preview shows the warm nodes and their
-price; --no-headroom leaves them out.`,
+price; --no-headroom leaves them out.
+When a class's Baseline declares spec.commitments, every NodeClaim of the class is priced
+against them as the manager would cover it, starting from no coverage (offline nothing
+runs, so every commitment is Open with the class's full entitlement), in launch order:
+its list price, the commitment covering it and the covered part of its hour, its
+effective price; then each commitment's use by class, the totals at list and effective,
+the entitlement left unused, and an overshoot line for each commitment that ran out inside
+the batch. --no-commitments ranks and prices as if no Baseline declared any.`,
 		Example: `  poolsmith simulate -f config/samples/ -f config/samples/workloads/web-spread.yaml
   poolsmith simulate -f config/samples/ -f config/samples/workloads/ --offerings offerings.yaml
   poolsmith simulate -f config/samples/ -f config/samples/workloads/ --instance-types c7g.large,c7g.xlarge,m7g.large
@@ -67,6 +75,9 @@ price; --no-headroom leaves them out.`,
 			in, err := flags.load(c, "", "table", "json")
 			if err != nil {
 				return err
+			}
+			if noCommitments {
+				in.withoutCommitments()
 			}
 			if at != "" {
 				t, err := time.Parse(time.RFC3339, at)
@@ -133,7 +144,9 @@ price; --no-headroom leaves them out.`,
 			if len(pods) == 0 {
 				return inputError{"no workload in the input: give Deployments, StatefulSets, Jobs or Pods with -f"}
 			}
-			ours, err := simulate.Run(c.Context(), pools, pods, opts)
+			committed := opts
+			committed.Commitments = in.classCommitments(results)
+			ours, err := simulate.Run(c.Context(), pools, pods, committed)
 			if err != nil {
 				return inputError{err.Error()}
 			}
@@ -159,7 +172,62 @@ price; --no-headroom leaves them out.`,
 	flags.headroom.register(c.Flags(), "add each class's headroom units as pending pods")
 	c.Flags().BoolVar(&noHeadroom, "no-headroom", false, "leave the headroom units out, whatever --headroom says")
 	c.Flags().StringVar(&at, "at", "", "read the headroom schedules at this RFC 3339 time instead of now")
+	c.Flags().BoolVar(&noCommitments, "no-commitments", false, "rank and price as if no Baseline declared spec.commitments")
 	return c
+}
+
+// withoutCommitments drops every Baseline's spec.commitments: the classes rank and their
+// nodes are priced at list.
+func (in *input) withoutCommitments() {
+	for name, b := range in.baselines {
+		if b.Spec.Commitments != nil {
+			b = b.DeepCopy()
+			b.Spec.Commitments = nil
+			in.baselines[name] = b
+		}
+	}
+}
+
+// classCommitments are the rendered classes' commitments as simulate prices their nodes:
+// the ones render resolved (still running, in AWS's order), and the class's part of each,
+// split among the input's classes of its Baseline as the manager splits it among the
+// cluster's (commitment.Entitlements).
+func (in *input) classCommitments(results []*render.Result) []simulate.ClassCommitments {
+	var out []simulate.ClassCommitments
+	for _, r := range results {
+		declared := r.Settings.Commitments.Declared
+		wc := in.class(r.Class)
+		if len(declared) == 0 || wc == nil || in.baselines[wc.BaselineName()] == nil {
+			continue
+		}
+		b := in.baselines[wc.BaselineName()]
+		var classes []commitment.Class
+		for _, other := range in.classes {
+			if other.BaselineName() == b.Name {
+				classes = append(classes, observe.CommitmentClass(other))
+			}
+		}
+		part := commitment.Entitlements(b.Spec.Commitments.Allocations, classes)[wc.Name]
+		cc := simulate.ClassCommitments{Class: r.Class, Declared: declared, Entitlements: map[string]float64{}}
+		for _, c := range declared {
+			cc.Entitlements[c.ID] = part.Of * c.Share
+		}
+		for _, np := range r.NodePools {
+			cc.NodePools = append(cc.NodePools, np.Name)
+		}
+		out = append(out, cc)
+	}
+	return out
+}
+
+// class is the input's class of that name; nil if none.
+func (in *input) class(name string) *v1alpha1.WorkloadClass {
+	for _, wc := range in.classes {
+		if wc.Name == name {
+			return wc
+		}
+	}
+	return nil
 }
 
 // sizedByPercentage tells whether some class's headroom is sized by percentage.
@@ -317,6 +385,7 @@ func writeSimulation(w io.Writer, format string, ours, theirs *simulate.Result, 
 		return writeJSON(w, out)
 	}
 	printNodeClaims(w, ours)
+	printCommitments(w, ours)
 	fmt.Fprintln(w)
 	printCosts(w, costs)
 	if theirs == nil {
@@ -330,13 +399,51 @@ func writeSimulation(w io.Writer, format string, ours, theirs *simulate.Result, 
 
 func printNodeClaims(w io.Writer, r *simulate.Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODEPOOL\tZONE\tCAPACITY\tINSTANCE-TYPE\tPODS\t$/HOUR\tPRICE-SOURCE")
+	header := "NODEPOOL\tZONE\tCAPACITY\tINSTANCE-TYPE\tPODS\t$/HOUR\tPRICE-SOURCE"
+	if r.Commitments != nil {
+		header += "\tCOVERED-BY\tCOVERED\tEFFECTIVE $/HOUR"
+	}
+	fmt.Fprintln(tw, header)
 	for _, nc := range r.NodeClaims {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.4f\t%s\n", nc.NodePool, nc.Zone, nc.CapacityType, nc.InstanceType, len(nc.Pods), nc.PricePerHour, nc.PriceSource)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.4f\t%s", nc.NodePool, nc.Zone, nc.CapacityType, nc.InstanceType, len(nc.Pods), nc.PricePerHour, nc.PriceSource)
+		switch {
+		case r.Commitments == nil:
+		case nc.Commitment == nil:
+			fmt.Fprintf(tw, "\t-\t-\t%.4f", nc.PricePerHour)
+		default:
+			by := strings.Join(nc.Commitment.CoveredBy, ",")
+			if by == "" {
+				by = "-"
+			}
+			fmt.Fprintf(tw, "\t%s\t%.1f%%\t%.4f", by, 100*nc.Commitment.Covered, nc.Commitment.EffectivePerHour)
+		}
+		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
 	for _, pod := range slices.Sorted(maps.Keys(r.Unschedulable)) {
 		fmt.Fprintf(w, "unschedulable: %s: %s\n", pod, firstLine(r.Unschedulable[pod]))
+	}
+}
+
+// printCommitments prints each commitment's use by class and the overshoot lines.
+func printCommitments(w io.Writer, r *simulate.Result) {
+	if r.Commitments == nil {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nCOMMITMENT\tCLASS\tENTITLEMENT\tUSED\tNODES\tUNUSED $/HOUR")
+	amount := func(u simulate.CommitmentUse, v float64) string {
+		if u.Unit == "USD/h" {
+			return fmt.Sprintf("$%.4f/h", v)
+		}
+		return fmt.Sprintf("%g %s", v, u.Unit)
+	}
+	for _, u := range r.Commitments.Uses {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.4f\n", u.Describe, u.Class, amount(u, u.Entitlement), amount(u, u.Used), u.Nodes, u.UnusedPerHour)
+	}
+	_ = tw.Flush()
+	for _, o := range r.Commitments.Overshoots {
+		fmt.Fprintln(w, o)
 	}
 }
 
@@ -354,6 +461,19 @@ func printTotals(w io.Writer, headers []string, results ...*simulate.Result) err
 	row("instance types", func(r *simulate.Result) string { return fmt.Sprint(r.Totals.InstanceTypes) })
 	row("families", func(r *simulate.Result) string { return fmt.Sprint(r.Totals.Families) })
 	row("cost per hour", func(r *simulate.Result) string { return fmt.Sprintf("$%.4f", r.Totals.CostPerHour) })
+	if slices.ContainsFunc(results, func(r *simulate.Result) bool { return r.Commitments != nil }) {
+		committed := func(f func(*simulate.Commitments) float64) func(*simulate.Result) string {
+			return func(r *simulate.Result) string {
+				if r.Commitments == nil {
+					return "-"
+				}
+				return fmt.Sprintf("$%.4f", f(r.Commitments))
+			}
+		}
+		row("effective per hour", committed(func(c *simulate.Commitments) float64 { return c.EffectivePerHour }))
+		row("unused entitlement per hour", committed(func(c *simulate.Commitments) float64 { return c.UnusedEntitlementPerHour }))
+		row("paid per hour (effective + unused)", committed(func(c *simulate.Commitments) float64 { return c.PaidPerHour }))
+	}
 	row("unschedulable pods", func(r *simulate.Result) string { return fmt.Sprint(len(r.Unschedulable)) })
 	row("daemonsets counted", func(r *simulate.Result) string { return fmt.Sprint(r.Totals.DaemonSets) })
 	return tw.Flush()

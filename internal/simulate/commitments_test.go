@@ -111,6 +111,9 @@ func TestCommitmentsPriceTheBatchAndReportTheOvershoot(t *testing.T) {
 		t.Errorf("the last launched is named %s", got)
 	}
 	c := res.Commitments
+	if c == nil {
+		t.Fatal("no commitments in the result")
+	}
 	if !near(res.Totals.CostPerHour, 0.9792) || !near(c.EffectivePerHour, 0.709635) || !near(c.UnusedEntitlementPerHour, 0) || !near(c.PaidPerHour, 0.709635) {
 		t.Errorf("totals: list %.6f, %+v; want list 0.9792, effective and paid 0.709635, unused 0", res.Totals.CostPerHour, *c)
 	}
@@ -133,6 +136,9 @@ func TestCommitmentsReservedInstanceFirstAndUnusedEntitlement(t *testing.T) {
 	res := run(t, pools, apiPods(6), func(o *simulate.Options) { o.Commitments = []simulate.ClassCommitments{cc} })
 	byRI := 0
 	for _, nc := range res.NodeClaims {
+		if nc.Commitment == nil {
+			t.Fatalf("%s is not priced with the commitments", nc.Name)
+		}
 		switch by := strings.Join(nc.Commitment.CoveredBy, ","); by {
 		case "ri-1":
 			byRI++
@@ -148,6 +154,9 @@ func TestCommitmentsReservedInstanceFirstAndUnusedEntitlement(t *testing.T) {
 		}
 	}
 	c := res.Commitments
+	if c == nil {
+		t.Fatal("no commitments in the result")
+	}
 	if byRI != 1 || !near(c.EffectivePerHour, 0.1292+5*0.112608) || !near(c.UnusedEntitlementPerHour, 0.60-5*0.112608) || len(c.Overshoots) != 0 {
 		t.Errorf("%d nodes on the RI; %+v; want effective %.6f, unused 0.03696, no overshoot", byRI, *c, 0.1292+5*0.112608)
 	}
@@ -164,6 +173,9 @@ func TestCommitmentsReservedInstanceFirstAndUnusedEntitlement(t *testing.T) {
 func TestCommitmentsUnusedAndNothingWithout(t *testing.T) {
 	pools, cc := committedClass(t, "", map[string]float64{"sp-0a1b2c3d": 0.60})
 	res := run(t, pools, apiPods(2), func(o *simulate.Options) { o.Commitments = []simulate.ClassCommitments{cc} })
+	if res.Commitments == nil {
+		t.Fatal("no commitments in the result")
+	}
 	if c := res.Commitments; !near(c.UnusedEntitlementPerHour, 0.374784) || len(c.Overshoots) != 0 || c.Uses[0].Nodes != 2 {
 		t.Errorf("two nodes: %+v, want 0.374784 unused, no overshoot", *c)
 	}
@@ -176,11 +188,14 @@ func TestCommitmentsUnusedAndNothingWithout(t *testing.T) {
 		o.Unavailable = func(_ *catalog.InstanceType, _, ct string) bool { return ct == karpv1.CapacityTypeOnDemand }
 	})
 	for _, nc := range spotOnly.NodeClaims {
+		if nc.Commitment == nil {
+			t.Fatalf("%s is not priced with the commitments", nc.Name)
+		}
 		if nc.CapacityType != karpv1.CapacityTypeSpot || nc.Commitment.Covered != 0 || !near(nc.Commitment.EffectivePerHour, nc.PricePerHour) {
 			t.Errorf("spot NodeClaim %+v covered", nc)
 		}
 	}
-	if !near(spotOnly.Commitments.UnusedEntitlementPerHour, 0.60) {
+	if spotOnly.Commitments == nil || !near(spotOnly.Commitments.UnusedEntitlementPerHour, 0.60) {
 		t.Errorf("spot only: unused %.6f, want the whole 0.60", spotOnly.Commitments.UnusedEntitlementPerHour)
 	}
 
