@@ -136,7 +136,7 @@ func TestSimulateWithASavingsPlanIsTheWorkedExample(t *testing.T) {
 	if len(c.Uses) != 1 || c.Uses[0].Class != "api" || c.Uses[0].Unit != "USD/h" || !within(c.Uses[0].Entitlement, 3.00*0.40*0.50) || !within(c.Uses[0].Used, 0.60) || c.Uses[0].Nodes != 6 {
 		t.Errorf("uses: %+v; want api's $0.60/h entitlement all used by 6 nodes", c.Uses)
 	}
-	if len(c.Overshoots) != 1 || !strings.Contains(c.Overshoots[0], "sp-0a1b2c3d") || !strings.Contains(c.Overshoots[0], od+"-6 32.8 %") || !strings.Contains(c.Overshoots[0], "$0.1096/h") {
+	if len(c.Overshoots) != 1 || !strings.Contains(c.Overshoots[0], "sp-0a1b2c3d") || !strings.Contains(c.Overshoots[0], od+"-6 covered 32.8 %") || !strings.Contains(c.Overshoots[0], "$0.1096/h") {
 		t.Errorf("overshoots: %q", c.Overshoots)
 	}
 	if len(got.Classes) != 1 || got.Classes[0].Cost.PerHour != "0.9792" || got.Classes[0].Cost.EffectivePerHour != "0.7096" || got.Classes[0].Cost.UnusedEntitlementPerHour != "0.0000" {

@@ -132,7 +132,7 @@ func priceCommitments(res *Result, classes []ClassCommitments, launched []int, c
 				could++
 				if part := 1 - ledger.Covered[n.Name]; part > 1e-9 {
 					use.OvershootPerHour += part * list[n.Name]
-					short = append(short, fmt.Sprintf("%s %.1f %%", n.Name, 100*ledger.Covered[n.Name]))
+					short = append(short, fmt.Sprintf("%s covered %.1f %%", n.Name, 100*ledger.Covered[n.Name]))
 				}
 			}
 			// It ran out inside the batch: it had room, used all of it, and nodes it
@@ -141,8 +141,8 @@ func priceCommitments(res *Result, classes []ClassCommitments, launched []int, c
 				use.OvershootPerHour = 0
 			} else {
 				out.Overshoots = append(out.Overshoots, fmt.Sprintf(
-					"overshoot: %s ran out for class %s inside this batch: %d of the %d nodes it could cover bill in part at list (covered: %s), $%.4f/h; Karpenter puts one batch on the top rung, and the manager's state changes only when the NodeClaims appear, before the next batch",
-					c.Describe(), cc.Class, len(short), could, strings.Join(short, ", "), use.OvershootPerHour))
+					"overshoot: %s ran out for class %s inside this batch: $%.4f/h of the %d nodes it could cover bills at list (%s); the manager's state changes when a batch's NodeClaims appear, so one batch can overshoot",
+					c.Describe(), cc.Class, use.OvershootPerHour, could, listed(short)))
 			}
 			out.unused[cc.Class] += use.UnusedPerHour
 			out.Uses = append(out.Uses, use)
@@ -160,4 +160,13 @@ func priceCommitments(res *Result, classes []ClassCommitments, launched []int, c
 	}
 	out.PaidPerHour = out.EffectivePerHour + out.UnusedEntitlementPerHour
 	res.Commitments = out
+}
+
+// listed names at most a few nodes: a batch can hold thousands.
+func listed(names []string) string {
+	const shown = 5
+	if len(names) <= shown {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
 }

@@ -120,7 +120,7 @@ func TestCommitmentsPriceTheBatchAndReportTheOvershoot(t *testing.T) {
 	if len(c.Uses) != 1 || !near(c.Uses[0].Used, 0.60) || c.Uses[0].Nodes != 6 || !near(c.Uses[0].OvershootPerHour, 0.671782*0.1632) {
 		t.Errorf("uses: %+v", c.Uses)
 	}
-	want := "overshoot: Savings Plan sp-0a1b2c3d (EC2Instance m7g us-east-1) ran out for class api inside this batch: 1 of the 6 nodes it could cover bill in part at list (covered: api-on-demand-arm64-m7g-xlarge-6 32.8 %), $0.1096/h"
+	want := "overshoot: Savings Plan sp-0a1b2c3d (EC2Instance m7g us-east-1) ran out for class api inside this batch: $0.1096/h of the 6 nodes it could cover bills at list (api-on-demand-arm64-m7g-xlarge-6 covered 32.8 %)"
 	if len(c.Overshoots) != 1 || !strings.HasPrefix(c.Overshoots[0], want) {
 		t.Errorf("overshoots %q, want one starting %q", c.Overshoots, want)
 	}
