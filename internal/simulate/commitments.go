@@ -91,14 +91,23 @@ func (c *Commitments) Ledger(class string) (*commitment.Ledger, float64, bool) {
 func priceCommitments(res *Result, classes []ClassCommitments, launched []int, cat *catalog.Catalog, region string) {
 	out := &Commitments{ledgers: map[string]*commitment.Ledger{}, unused: map[string]float64{}}
 	prices := cat.Prices[region]
+	classOf := map[string]string{}
+	for _, cc := range classes {
+		for _, np := range cc.NodePools {
+			classOf[np] = cc.Class
+		}
+	}
+	byClass := map[string][]int{}
+	for _, i := range launched {
+		if class, ok := classOf[res.NodeClaims[i].NodePool]; ok {
+			byClass[class] = append(byClass[class], i)
+		}
+	}
 	for _, cc := range classes {
 		var nodes []commitment.Node
 		list := map[string]float64{}
-		for _, i := range launched {
+		for _, i := range byClass[cc.Class] {
 			nc := &res.NodeClaims[i]
-			if !slices.Contains(cc.NodePools, nc.NodePool) {
-				continue
-			}
 			list[nc.Name] = nc.PricePerHour
 			if t := cat.Types[nc.InstanceType]; t != nil {
 				nodes = append(nodes, commitment.Node{Name: nc.Name, Type: t, Zone: nc.Zone, CapacityType: nc.CapacityType, OnDemand: prices[nc.InstanceType].OnDemand})
@@ -106,12 +115,10 @@ func priceCommitments(res *Result, classes []ClassCommitments, launched []int, c
 		}
 		ledger := commitment.Allocate(nodes, cc.Declared, region, cc.Entitlements)
 		out.ledgers[cc.Class] = &ledger
-		for _, i := range launched {
+		for _, i := range byClass[cc.Class] {
 			nc := &res.NodeClaims[i]
-			if _, mine := list[nc.Name]; mine {
-				nc.Commitment = &NodeCommitment{CoveredBy: ledger.By[nc.Name], Covered: ledger.Covered[nc.Name],
-					EffectivePerHour: ledger.Effective(nc.Name, nc.PricePerHour)}
-			}
+			nc.Commitment = &NodeCommitment{CoveredBy: ledger.By[nc.Name], Covered: ledger.Covered[nc.Name],
+				EffectivePerHour: ledger.Effective(nc.Name, nc.PricePerHour)}
 		}
 		for _, c := range cc.Declared {
 			use := CommitmentUse{Class: cc.Class, Commitment: c.ID, Describe: c.Describe(), Unit: "USD/h",
