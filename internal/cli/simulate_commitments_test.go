@@ -182,3 +182,64 @@ func TestSimulateWithASavingsPlanIsTheWorkedExample(t *testing.T) {
 		}
 	}
 }
+
+// Each class is priced against its own part only, split among the input's classes of the
+// Baseline as the manager splits it: api keeps its allocation's $0.60/h whatever the other
+// classes do, web and batch (teams no allocation matches; batch has no team label, so it
+// is a team of its own) split the other half, and etl, which ignores commitments, gets
+// none; their unused parts count in the unused entitlement.
+func TestSimulateSplitsEntitlementsAmongTheInputsClasses(t *testing.T) {
+	others := writeTemp(t, "others.yaml", `apiVersion: poolsmith.dev/v1alpha1
+kind: WorkloadClass
+metadata: {name: web, labels: {team: web}}
+spec:
+  architectures: [arm64]
+  capacityTypes: [spot, on-demand]
+  consistency: Type
+  instances: {types: [m7g.xlarge, c7g.xlarge]}
+---
+apiVersion: poolsmith.dev/v1alpha1
+kind: WorkloadClass
+metadata: {name: batch}
+spec:
+  architectures: [arm64]
+  capacityTypes: [spot, on-demand]
+  consistency: Type
+  instances: {types: [m7g.xlarge, c7g.xlarge]}
+---
+apiVersion: poolsmith.dev/v1alpha1
+kind: WorkloadClass
+metadata: {name: etl}
+spec:
+  architectures: [arm64]
+  capacityTypes: [spot, on-demand]
+  consistency: Type
+  instances: {types: [m7g.xlarge, c7g.xlarge]}
+  weighting: {commitments: Ignore}
+`)
+	var got committedSimulation
+	code, out, stderr := run(t, "", "simulate", "-o", "json", "-f", "testdata/commitments.yaml", "-f", others, "-f", "testdata/commitments-batch.yaml")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	c := got.Poolsmith.Commitments
+	if c == nil {
+		t.Fatalf("no commitments:\n%s", out)
+	}
+	entitlement := map[string]float64{}
+	for _, u := range c.Uses {
+		entitlement[u.Class] = u.Entitlement
+		if u.Class == "api" && (!within(u.Used, 0.60) || u.Nodes != 6) {
+			t.Errorf("api: %+v, want its $0.60/h used by its 6 nodes", u)
+		}
+	}
+	if len(entitlement) != 4 || !within(entitlement["api"], 0.60) || !within(entitlement["web"], 0.30) || !within(entitlement["batch"], 0.30) || entitlement["etl"] != 0 {
+		t.Errorf("entitlements %v, want api 0.60 (allocations[0]), web and batch 0.30 (the rest, two teams), etl 0 (Ignore)", entitlement)
+	}
+	if !within(c.EffectivePerHour, 0.709635) || !within(c.UnusedEntitlementPerHour, 0.60) || !within(c.PaidPerHour, 1.309635) || len(c.Overshoots) != 1 {
+		t.Errorf("%+v; want api's batch as alone (effective 0.709635, one overshoot) and web's and batch's 0.60 unused", *c)
+	}
+}
