@@ -22,6 +22,7 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/commitment"
+	"github.com/poolsmith/poolsmith/internal/lint"
 	"github.com/poolsmith/poolsmith/internal/manifest"
 	"github.com/poolsmith/poolsmith/internal/observe"
 	"github.com/poolsmith/poolsmith/internal/render"
@@ -31,7 +32,7 @@ import (
 func newSimulateCommand() *cobra.Command {
 	flags := inputFlags{extraKinds: simulate.WorkloadKinds}
 	var zones, types []string
-	var compare, offeringsFile string
+	var compare, offeringsFile, reservationsFile string
 	var noHeadroom, noCommitments bool
 	var at string
 	c := &cobra.Command{
@@ -60,7 +61,11 @@ runs, so every commitment is Open with the class's full entitlement), in launch 
 its list price, the commitment covering it and the covered part of its hour, its
 effective price; then each commitment's use by class, the totals at list and effective,
 the entitlement left unused, and an overshoot line for each commitment that ran out inside
-the batch. --no-commitments ranks and prices as if no Baseline declared any.`,
+the batch. --no-commitments ranks and prices as if no Baseline declared any.
+--reservations FILE (what aws ec2 describe-capacity-reservations printed) offers each
+active reservation to the reserved rungs as Karpenter does: a reserved offering of its
+type in its zone with its available count, billed at on-demand; once it is full, the next
+pod of a rung that allows only reserved capacity waits, as with Karpenter v1.15.0.`,
 		Example: `  poolsmith simulate -f config/samples/ -f config/samples/workloads/web-spread.yaml
   poolsmith simulate -f config/samples/ -f config/samples/workloads/ --offerings offerings.yaml
   poolsmith simulate -f config/samples/ -f config/samples/workloads/ --instance-types c7g.large,c7g.xlarge,m7g.large
@@ -113,6 +118,11 @@ the batch. --no-commitments ranks and prices as if no Baseline declared any.`,
 				}
 			}
 			opts := simulate.Options{Region: flags.region, Zones: zones, Catalog: in.opts.Catalog, Offerings: offerings, DaemonSetPods: daemons}
+			if reservationsFile != "" {
+				if opts.Reservations, err = capacityReservations(reservationsFile, time.Now()); err != nil {
+					return err
+				}
+			}
 			var pools []*karpv1.NodePool
 			for _, r := range results {
 				pools = append(pools, r.NodePools...)
@@ -148,6 +158,9 @@ the batch. --no-commitments ranks and prices as if no Baseline declared any.`,
 			committed.Commitments = in.classCommitments(results)
 			ours, err := simulate.Run(c.Context(), pools, pods, committed)
 			if err != nil {
+				if reservationsFile != "" {
+					return inputError{fmt.Sprintf("%v (--reservations %s; --zones adds a zone)", err, reservationsFile)}
+				}
 				return inputError{err.Error()}
 			}
 			var theirs *simulate.Result
@@ -173,7 +186,28 @@ the batch. --no-commitments ranks and prices as if no Baseline declared any.`,
 	c.Flags().BoolVar(&noHeadroom, "no-headroom", false, "leave the headroom units out, whatever --headroom says")
 	c.Flags().StringVar(&at, "at", "", "read the headroom schedules at this RFC 3339 time instead of now")
 	c.Flags().BoolVar(&noCommitments, "no-commitments", false, "rank and price as if no Baseline declared spec.commitments")
+	c.Flags().StringVar(&reservationsFile, "reservations", "", "a file with what `aws ec2 describe-capacity-reservations` printed (JSON): the active reservations the classes' capacityReservationSelectorTerms select, offered to the reserved rungs")
 	return c
+}
+
+// capacityReservations reads --reservations: the active reservations not past their end.
+func capacityReservations(file string, now time.Time) ([]simulate.Reservation, error) {
+	data, err := manifest.ReadFile(file)
+	if err != nil {
+		return nil, inputError{"--reservations: " + err.Error()}
+	}
+	rs, err := lint.ParseReservations(file, data)
+	if err != nil {
+		return nil, inputError{"--reservations " + err.Error()}
+	}
+	var out []simulate.Reservation
+	for _, r := range rs {
+		if r.State != "active" || r.EndDate != nil && !r.EndDate.After(now) {
+			continue
+		}
+		out = append(out, simulate.Reservation{ID: r.ID, InstanceType: r.InstanceType, Zone: r.AvailabilityZone, Available: int(*r.AvailableInstanceCount)})
+	}
+	return out, nil
 }
 
 // withoutCommitments drops every Baseline's spec.commitments: the classes rank and their
@@ -405,7 +439,11 @@ func printNodeClaims(w io.Writer, r *simulate.Result) {
 	}
 	fmt.Fprintln(tw, header)
 	for _, nc := range r.NodeClaims {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.4f\t%s", nc.NodePool, nc.Zone, nc.CapacityType, nc.InstanceType, len(nc.Pods), nc.PricePerHour, nc.PriceSource)
+		source := nc.PriceSource
+		if nc.ReservationID != "" {
+			source += ", reservation " + nc.ReservationID
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.4f\t%s", nc.NodePool, nc.Zone, nc.CapacityType, nc.InstanceType, len(nc.Pods), nc.PricePerHour, source)
 		switch {
 		case r.Commitments == nil:
 		case nc.Commitment == nil:

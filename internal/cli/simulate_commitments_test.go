@@ -243,3 +243,51 @@ spec:
 		t.Errorf("%+v; want api's batch as alone (effective 0.709635, one overshoot) and web's and batch's 0.60 unused", *c)
 	}
 }
+
+// --reservations offers what describe-capacity-reservations printed to the reserved rungs:
+// the open reservation's 3 free m7g.xlarge take three of class reserving's four pods,
+// billed at on-demand; the fourth waits, as with Karpenter v1.15.0. A reservation in a
+// zone not offered, or a file that is not the AWS CLI's, is refused naming it.
+func TestSimulateReservations(t *testing.T) {
+	args := []string{"simulate", "-o", "json", "-f", "testdata/open-reservation.yaml", "-f", "testdata/reserving-batch.yaml"}
+	code, out, stderr := run(t, "", append(args, "--reservations", "testdata/capacity-reservations.json")...)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got struct {
+		Poolsmith struct {
+			NodeClaims []struct {
+				NodePool, CapacityType, InstanceType, Zone, ReservationID string
+				PricePerHour                                              float64
+			}
+			Unschedulable map[string]string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, nc := range got.Poolsmith.NodeClaims {
+		if nc.NodePool != "reserving-reserved-arm64" || nc.CapacityType != "reserved" || nc.ReservationID != "cr-0a1b2c3d4e5f60718" || nc.Zone != "us-east-1a" ||
+			nc.InstanceType != "m7g.xlarge" || !within(nc.PricePerHour, 0.1632) {
+			t.Errorf("NodeClaim %+v, want reserved m7g.xlarge in cr-0a1b2c3d4e5f60718 at on-demand $0.1632", nc)
+		}
+	}
+	if len(got.Poolsmith.NodeClaims) != 3 || len(got.Poolsmith.Unschedulable) != 1 {
+		t.Errorf("%d NodeClaims, unschedulable %v; want 3 and the fourth pod waiting", len(got.Poolsmith.NodeClaims), got.Poolsmith.Unschedulable)
+	}
+	if code, _, _ := run(t, "", args...); code != ExitOK {
+		t.Errorf("without --reservations: exit %d", code)
+	}
+	for _, tc := range []struct {
+		extra []string
+		want  string
+	}{
+		{[]string{"--reservations", "testdata/capacity-reservations.json", "--zones", "us-east-1b"}, "cr-0a1b2c3d4e5f60718): zone us-east-1a is not offered"},
+		{[]string{"--reservations", writeTemp(t, "cr.json", `{"Reservations": []}`)}, "--reservations"},
+		{[]string{"--reservations", "/nonexistent/cr.json"}, "--reservations"},
+	} {
+		if code, out, stderr := run(t, "", append(args, tc.extra...)...); code != ExitFindings || out != "" || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 1 naming %q", tc.extra, code, stderr, tc.want)
+		}
+	}
+}

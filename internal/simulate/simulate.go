@@ -40,6 +40,9 @@ type Options struct {
 	Catalog *catalog.Catalog
 	// Unavailable marks offerings EC2 would refuse.
 	Unavailable Unavailable
+	// Reservations are the capacity reservations the classes' EC2NodeClasses select:
+	// reserved offerings for NodePools that allow karpenter.sh/capacity-type: reserved.
+	Reservations []Reservation
 	// Commitments are the classes' Savings Plans and Reserved Instances: with them every
 	// NodeClaim of those classes is priced against them (Result.Commitments).
 	Commitments []ClassCommitments
@@ -59,6 +62,9 @@ type NodeClaim struct {
 	PricePerHour float64 `json:"pricePerHour"`
 	// PriceSource names where that price came from (catalog, advisor, override).
 	PriceSource string `json:"priceSource"`
+	// ReservationID is the capacity reservation a reserved NodeClaim launches into; it is
+	// billed at the on-demand price (PricePerHour), used or not.
+	ReservationID string `json:"reservationID,omitempty"`
 	// Options is how many instance types Karpenter left the launch to choose from.
 	Options int `json:"instanceTypeOptions"`
 	// Commitment is how its class's commitments price it; nil without (Options.Commitments).
@@ -112,7 +118,10 @@ func Run(ctx context.Context, nodePools []*karpv1.NodePool, pods []*corev1.Pod, 
 	if len(opts.Zones) == 0 {
 		return nil, fmt.Errorf("no zones to offer instances in")
 	}
-	its, facts := instanceTypes(opts.Catalog, opts.Region, opts.Zones, opts.Offerings, opts.Unavailable)
+	if err := checkReservations(opts.Reservations, opts.Catalog, opts.Region, opts.Zones); err != nil {
+		return nil, err
+	}
+	its, facts := instanceTypes(opts.Catalog, opts.Region, opts.Zones, opts.Offerings, opts.Unavailable, opts.Reservations)
 	// Karpenter's provisioner tries NodePools by weight, not in the order it lists them;
 	// its scheduler takes them in the order given.
 	nodePools = slices.Clone(nodePools)
@@ -135,7 +144,9 @@ func Run(ctx context.Context, nodePools []*karpv1.NodePool, pods []*corev1.Pod, 
 		return nil, fmt.Errorf("building Karpenter's topology: %w", err)
 	}
 	scheduler := scheduling.NewScheduler(ctx, kube, nodePools, cluster, nil, topology, byPool, opts.DaemonSetPods,
-		events.NewRecorder(&record.FakeRecorder{}), clk, nil, nil)
+		// Karpenter's provisioner schedules new pods in the strict reserved-offering mode: a
+		// pod whose only offering on a NodePool is a full reservation waits.
+		events.NewRecorder(&record.FakeRecorder{}), clk, nil, nil, scheduling.DisableReservedCapacityFallback)
 	start := time.Now()
 	results, err := scheduler.Solve(ctx, pods)
 	elapsed := time.Since(start)
