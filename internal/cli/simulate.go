@@ -36,7 +36,7 @@ func newSimulateCommand() *cobra.Command {
 	var noHeadroom, noCommitments bool
 	var at string
 	c := &cobra.Command{
-		Use:   "simulate -f PATH... [--region R] [--zones a,b,c] [--offerings FILE] [--instance-types t1,t2] [--compare-nodepools FILE]",
+		Use:   "simulate -f PATH... [--region R] [--zones a,b,c] [--offerings FILE] [--instance-types t1,t2] [--reservations FILE] [--no-commitments] [--compare-nodepools FILE]",
 		Short: "Run Karpenter's scheduler over the rendered ladders and a workload",
 		Long: `Render the classes, expand the workloads in the input (Deployments, StatefulSets, Jobs
 and Pods, with their requests, nodeSelector, affinity, tolerations and topology spread)
