@@ -185,9 +185,9 @@ func TestSimulateWithASavingsPlanIsTheWorkedExample(t *testing.T) {
 
 // Each class is priced against its own part only, split among the input's classes of the
 // Baseline as the manager splits it: api keeps its allocation's $0.60/h whatever the other
-// classes do, web and batch (teams no allocation matches; batch has no team label, so it
-// is a team of its own) split the other half, and etl, which ignores commitments, gets
-// none; their unused parts count in the unused entitlement.
+// classes do, web and batch (two teams no allocation matches: batch has no team label,
+// which sets it apart from team web) split the other half, and etl, which ignores
+// commitments, gets none; their unused parts count in the unused entitlement.
 func TestSimulateSplitsEntitlementsAmongTheInputsClasses(t *testing.T) {
 	others := writeTemp(t, "others.yaml", `apiVersion: poolsmith.dev/v1alpha1
 kind: WorkloadClass
