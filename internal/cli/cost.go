@@ -176,7 +176,8 @@ func printCosts(w io.Writer, out []classCost) {
 // Karpenter launched them: the rendered rungs, each NodeClaim's type, zone and capacity
 // type, and the requests of the workload's pods placed on it (DaemonSet pods are not
 // added, and the type's whole vCPUs and memory stand in for allocatable, so idle is a
-// little high). The month to date has no meaning for a preview.
+// little high). With commitments, its effective figure and unused entitlement are the
+// simulation's coverage. The month to date has no meaning for a preview.
 func simulatedCosts(results []*render.Result, sim *simulate.Result, pods []*corev1.Pod, cat *catalog.Catalog, region string) []classCost {
 	requests := map[string]corev1.ResourceList{}
 	for _, p := range pods {
@@ -185,16 +186,19 @@ func simulatedCosts(results []*render.Result, sim *simulate.Result, pods []*core
 	var out []classCost
 	for _, res := range results {
 		in := cost.Input{Catalog: cat, Region: region}
+		if ledger, unused, ok := sim.Commitments.Ledger(res.Class); ok {
+			in.Coverage, in.UnusedEntitlement = ledger, unused
+		}
 		rungs := map[string]bool{}
 		for _, np := range res.NodePools {
 			in.Rungs = append(in.Rungs, cost.Rung{Name: np.Name, Weight: ptr.Deref(np.Spec.Weight, 0), Requirements: np.Spec.Template.Spec.Requirements})
 			rungs[np.Name] = true
 		}
-		for i, nc := range sim.NodeClaims {
+		for _, nc := range sim.NodeClaims {
 			if !rungs[nc.NodePool] {
 				continue
 			}
-			n := cost.Node{NodeClaim: fmt.Sprintf("%s-%d", nc.NodePool, i), Rung: nc.NodePool, InstanceType: nc.InstanceType, Zone: nc.Zone,
+			n := cost.Node{NodeClaim: nc.Name, Rung: nc.NodePool, InstanceType: nc.InstanceType, Zone: nc.Zone,
 				CapacityType: nc.CapacityType, Requested: corev1.ResourceList{}}
 			for _, p := range nc.Pods {
 				for name, q := range requests[p] {

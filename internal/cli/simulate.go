@@ -21,6 +21,8 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/commitment"
+	"github.com/poolsmith/poolsmith/internal/lint"
 	"github.com/poolsmith/poolsmith/internal/manifest"
 	"github.com/poolsmith/poolsmith/internal/observe"
 	"github.com/poolsmith/poolsmith/internal/render"
@@ -30,11 +32,11 @@ import (
 func newSimulateCommand() *cobra.Command {
 	flags := inputFlags{extraKinds: simulate.WorkloadKinds}
 	var zones, types []string
-	var compare, offeringsFile string
-	var noHeadroom bool
+	var compare, offeringsFile, reservationsFile string
+	var noHeadroom, noCommitments bool
 	var at string
 	c := &cobra.Command{
-		Use:   "simulate -f PATH... [--region R] [--zones a,b,c] [--offerings FILE] [--instance-types t1,t2] [--compare-nodepools FILE]",
+		Use:   "simulate -f PATH... [--region R] [--zones a,b,c] [--offerings FILE] [--instance-types t1,t2] [--reservations FILE] [--no-commitments] [--compare-nodepools FILE]",
 		Short: "Run Karpenter's scheduler over the rendered ladders and a workload",
 		Long: `Render the classes, expand the workloads in the input (Deployments, StatefulSets, Jobs
 and Pods, with their requests, nodeSelector, affinity, tolerations and topology spread)
@@ -52,7 +54,18 @@ offerings, when given; else offered in every zone at on-demand and spot).
 With --headroom=pods each class's headroom units are pending pods too (its placeholder
 Deployment, pinned to its rung, the schedule read now or at --at, a percentage of what
 the workload's pods on the class request), so the preview shows the warm nodes and their
-price; --no-headroom leaves them out.`,
+price; --no-headroom leaves them out.
+When a class's Baseline declares spec.commitments, every NodeClaim of the class is priced
+against them as the manager would cover it, starting from no coverage (offline nothing
+runs, so every commitment is Open with the class's full entitlement), in launch order:
+its list price, the commitment covering it and the covered part of its hour, its
+effective price; then each commitment's use by class, the totals at list and effective,
+the entitlement left unused, and an overshoot line for each commitment that ran out inside
+the batch. --no-commitments ranks and prices as if no Baseline declared any.
+--reservations FILE (what aws ec2 describe-capacity-reservations printed) offers each
+active reservation to the reserved rungs as Karpenter does: a reserved offering of its
+type in its zone with its available count, billed at on-demand; once it is full, the next
+pod of a rung that allows only reserved capacity waits, as with Karpenter v1.15.0.`,
 		Example: `  poolsmith simulate -f config/samples/ -f config/samples/workloads/web-spread.yaml
   poolsmith simulate -f config/samples/ -f config/samples/workloads/ --offerings offerings.yaml
   poolsmith simulate -f config/samples/ -f config/samples/workloads/ --instance-types c7g.large,c7g.xlarge,m7g.large
@@ -67,6 +80,9 @@ price; --no-headroom leaves them out.`,
 			in, err := flags.load(c, "", "table", "json")
 			if err != nil {
 				return err
+			}
+			if noCommitments {
+				in.withoutCommitments()
 			}
 			if at != "" {
 				t, err := time.Parse(time.RFC3339, at)
@@ -102,6 +118,11 @@ price; --no-headroom leaves them out.`,
 				}
 			}
 			opts := simulate.Options{Region: flags.region, Zones: zones, Catalog: in.opts.Catalog, Offerings: offerings, DaemonSetPods: daemons}
+			if reservationsFile != "" {
+				if opts.Reservations, err = capacityReservations(reservationsFile, time.Now()); err != nil {
+					return err
+				}
+			}
 			var pools []*karpv1.NodePool
 			for _, r := range results {
 				pools = append(pools, r.NodePools...)
@@ -133,8 +154,13 @@ price; --no-headroom leaves them out.`,
 			if len(pods) == 0 {
 				return inputError{"no workload in the input: give Deployments, StatefulSets, Jobs or Pods with -f"}
 			}
-			ours, err := simulate.Run(c.Context(), pools, pods, opts)
+			committed := opts
+			committed.Commitments = in.classCommitments(results)
+			ours, err := simulate.Run(c.Context(), pools, pods, committed)
 			if err != nil {
+				if reservationsFile != "" {
+					return inputError{fmt.Sprintf("%v (--reservations %s; --zones adds a zone)", err, reservationsFile)}
+				}
 				return inputError{err.Error()}
 			}
 			var theirs *simulate.Result
@@ -159,7 +185,83 @@ price; --no-headroom leaves them out.`,
 	flags.headroom.register(c.Flags(), "add each class's headroom units as pending pods")
 	c.Flags().BoolVar(&noHeadroom, "no-headroom", false, "leave the headroom units out, whatever --headroom says")
 	c.Flags().StringVar(&at, "at", "", "read the headroom schedules at this RFC 3339 time instead of now")
+	c.Flags().BoolVar(&noCommitments, "no-commitments", false, "rank and price as if no Baseline declared spec.commitments")
+	c.Flags().StringVar(&reservationsFile, "reservations", "", "a file with what `aws ec2 describe-capacity-reservations` printed (JSON): the active reservations the classes' capacityReservationSelectorTerms select, offered to the reserved rungs")
 	return c
+}
+
+// capacityReservations reads --reservations: the active reservations not past their end.
+func capacityReservations(file string, now time.Time) ([]simulate.Reservation, error) {
+	data, err := manifest.ReadFile(file)
+	if err != nil {
+		return nil, inputError{"--reservations: " + err.Error()}
+	}
+	rs, err := lint.ParseReservations(file, data)
+	if err != nil {
+		return nil, inputError{"--reservations " + err.Error()}
+	}
+	var out []simulate.Reservation
+	for _, r := range rs {
+		if r.State != "active" || r.EndDate != nil && !r.EndDate.After(now) {
+			continue
+		}
+		out = append(out, simulate.Reservation{ID: r.ID, InstanceType: r.InstanceType, Zone: r.AvailabilityZone, Available: int(*r.AvailableInstanceCount)})
+	}
+	return out, nil
+}
+
+// withoutCommitments drops every Baseline's spec.commitments: the classes rank and their
+// nodes are priced at list.
+func (in *input) withoutCommitments() {
+	for name, b := range in.baselines {
+		if b.Spec.Commitments != nil {
+			b = b.DeepCopy()
+			b.Spec.Commitments = nil
+			in.baselines[name] = b
+		}
+	}
+}
+
+// classCommitments are the rendered classes' commitments as simulate prices their nodes:
+// the ones render resolved (still running, in AWS's order), and the class's part of each,
+// split among the input's classes of its Baseline as the manager splits it among the
+// cluster's (commitment.Entitlements).
+func (in *input) classCommitments(results []*render.Result) []simulate.ClassCommitments {
+	var out []simulate.ClassCommitments
+	for _, r := range results {
+		declared := r.Settings.Commitments.Declared
+		wc := in.class(r.Class)
+		if len(declared) == 0 || wc == nil || in.baselines[wc.BaselineName()] == nil {
+			continue
+		}
+		b := in.baselines[wc.BaselineName()]
+		var classes []commitment.Class
+		for _, other := range in.classes {
+			if other.BaselineName() == b.Name {
+				classes = append(classes, observe.CommitmentClass(other))
+			}
+		}
+		part := commitment.Entitlements(b.Spec.Commitments.Allocations, classes)[wc.Name]
+		cc := simulate.ClassCommitments{Class: r.Class, Declared: declared, Entitlements: map[string]float64{}}
+		for _, c := range declared {
+			cc.Entitlements[c.ID] = part.Of * c.Share
+		}
+		for _, np := range r.NodePools {
+			cc.NodePools = append(cc.NodePools, np.Name)
+		}
+		out = append(out, cc)
+	}
+	return out
+}
+
+// class is the input's class of that name; nil if none.
+func (in *input) class(name string) *v1alpha1.WorkloadClass {
+	for _, wc := range in.classes {
+		if wc.Name == name {
+			return wc
+		}
+	}
+	return nil
 }
 
 // sizedByPercentage tells whether some class's headroom is sized by percentage.
@@ -317,6 +419,7 @@ func writeSimulation(w io.Writer, format string, ours, theirs *simulate.Result, 
 		return writeJSON(w, out)
 	}
 	printNodeClaims(w, ours)
+	printCommitments(w, ours)
 	fmt.Fprintln(w)
 	printCosts(w, costs)
 	if theirs == nil {
@@ -330,13 +433,55 @@ func writeSimulation(w io.Writer, format string, ours, theirs *simulate.Result, 
 
 func printNodeClaims(w io.Writer, r *simulate.Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODEPOOL\tZONE\tCAPACITY\tINSTANCE-TYPE\tPODS\t$/HOUR\tPRICE-SOURCE")
+	header := "NODEPOOL\tZONE\tCAPACITY\tINSTANCE-TYPE\tPODS\t$/HOUR\tPRICE-SOURCE"
+	if r.Commitments != nil {
+		header += "\tCOVERED-BY\tCOVERED\tEFFECTIVE $/HOUR"
+	}
+	fmt.Fprintln(tw, header)
 	for _, nc := range r.NodeClaims {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.4f\t%s\n", nc.NodePool, nc.Zone, nc.CapacityType, nc.InstanceType, len(nc.Pods), nc.PricePerHour, nc.PriceSource)
+		source := nc.PriceSource
+		if nc.ReservationID != "" {
+			source += ", reservation " + nc.ReservationID
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.4f\t%s", nc.NodePool, nc.Zone, nc.CapacityType, nc.InstanceType, len(nc.Pods), nc.PricePerHour, source)
+		switch {
+		case r.Commitments == nil:
+		case nc.Commitment == nil:
+			fmt.Fprintf(tw, "\t-\t-\t%.4f", nc.PricePerHour)
+		default:
+			by := strings.Join(nc.Commitment.CoveredBy, ",")
+			if by == "" {
+				by = "-"
+			}
+			fmt.Fprintf(tw, "\t%s\t%.1f%%\t%.4f", by, 100*nc.Commitment.Covered, nc.Commitment.EffectivePerHour)
+		}
+		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
 	for _, pod := range slices.Sorted(maps.Keys(r.Unschedulable)) {
 		fmt.Fprintf(w, "unschedulable: %s: %s\n", pod, firstLine(r.Unschedulable[pod]))
+	}
+}
+
+// printCommitments prints each commitment's use by class and the overshoot lines.
+func printCommitments(w io.Writer, r *simulate.Result) {
+	if r.Commitments == nil {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nCOMMITMENT\tCLASS\tENTITLEMENT\tUSED\tNODES\tUNUSED $/HOUR")
+	amount := func(u simulate.CommitmentUse, v float64) string {
+		if u.Unit == "USD/h" {
+			return fmt.Sprintf("$%.4f/h", v)
+		}
+		return fmt.Sprintf("%g %s", v, u.Unit)
+	}
+	for _, u := range r.Commitments.Uses {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.4f\n", u.Describe, u.Class, amount(u, u.Entitlement), amount(u, u.Used), u.Nodes, u.UnusedPerHour)
+	}
+	_ = tw.Flush()
+	for _, o := range r.Commitments.Overshoots {
+		fmt.Fprintln(w, o)
 	}
 }
 
@@ -354,6 +499,19 @@ func printTotals(w io.Writer, headers []string, results ...*simulate.Result) err
 	row("instance types", func(r *simulate.Result) string { return fmt.Sprint(r.Totals.InstanceTypes) })
 	row("families", func(r *simulate.Result) string { return fmt.Sprint(r.Totals.Families) })
 	row("cost per hour", func(r *simulate.Result) string { return fmt.Sprintf("$%.4f", r.Totals.CostPerHour) })
+	if slices.ContainsFunc(results, func(r *simulate.Result) bool { return r.Commitments != nil }) {
+		committed := func(f func(*simulate.Commitments) float64) func(*simulate.Result) string {
+			return func(r *simulate.Result) string {
+				if r.Commitments == nil {
+					return "-"
+				}
+				return fmt.Sprintf("$%.4f", f(r.Commitments))
+			}
+		}
+		row("effective per hour", committed(func(c *simulate.Commitments) float64 { return c.EffectivePerHour }))
+		row("unused entitlement per hour", committed(func(c *simulate.Commitments) float64 { return c.UnusedEntitlementPerHour }))
+		row("paid per hour (effective + unused)", committed(func(c *simulate.Commitments) float64 { return c.PaidPerHour }))
+	}
 	row("unschedulable pods", func(r *simulate.Result) string { return fmt.Sprint(len(r.Unschedulable)) })
 	row("daemonsets counted", func(r *simulate.Result) string { return fmt.Sprint(r.Totals.DaemonSets) })
 	return tw.Flush()

@@ -165,10 +165,16 @@ func baselineClasses(ctx context.Context, r client.Reader, baseline string) ([]c
 		if wc.BaselineName() != baseline {
 			continue
 		}
-		out = append(out, commitment.Class{Name: wc.Name, Labels: wc.Labels,
-			Ignore: wc.Spec.Weighting != nil && wc.Spec.Weighting.Commitments == v1alpha1.CommitmentsIgnore})
+		out = append(out, CommitmentClass(wc))
 	}
 	return out, nil
+}
+
+// CommitmentClass is what commitment.Entitlements needs of a class: its name, labels and
+// whether it ignores commitments.
+func CommitmentClass(wc *v1alpha1.WorkloadClass) commitment.Class {
+	return commitment.Class{Name: wc.Name, Labels: wc.Labels,
+		Ignore: wc.Spec.Weighting != nil && wc.Spec.Weighting.Commitments == v1alpha1.CommitmentsIgnore}
 }
 
 // classNodes are the class's launched NodeClaims (an instance type the catalog knows),

@@ -22,4 +22,16 @@
 //     0.5% of the next two, 0.25% of the rest) and memory (255Mi + 11Mi per pod), and the
 //     100Mi memory eviction threshold; and the DaemonSets given (Options.DaemonSetPods),
 //     whose requests Karpenter's scheduler adds to every NodeClaim they would run on.
+//   - Reservations (Options.Reservations, reservations.go): each capacity reservation is a
+//     reserved offering of its type in its zone with its available count, priced as the
+//     AWS provider prices it (on-demand / 10,000,000); the scheduler runs in Karpenter's
+//     strict reserved-offering mode, so a pod whose rung allows only a full reservation
+//     waits. A reserved NodeClaim is priced at on-demand, what the reservation bills.
+//   - Commitments (Options.Commitments, commitments.go): every NodeClaim of a class with
+//     Savings Plans or Reserved Instances is priced with commitment.Allocate against the
+//     class's entitlement, starting from no coverage (offline nothing runs), in launch
+//     order: its list price, what covers it and how much, its effective price; and the
+//     entitlement left unused. The batch is one: Karpenter puts it on the top rung, so a
+//     commitment can run out inside it (the overshoot the manager's state bounds to one
+//     batch).
 package simulate

@@ -32,9 +32,9 @@ type known struct {
 }
 
 // instanceTypes turns the catalog's types priced in region into Karpenter instance types
-// offered in zones (only those offered, when offered is not nil), with what is known of
-// each by name.
-func instanceTypes(cat *catalog.Catalog, region string, zones []string, offered Offerings, unavailable Unavailable) ([]*cloudprovider.InstanceType, map[string]known) {
+// offered in zones (only those offered, when offered is not nil), with the reserved
+// offerings of the reservations, and what is known of each by name.
+func instanceTypes(cat *catalog.Catalog, region string, zones []string, offered Offerings, unavailable Unavailable, reservations []Reservation) ([]*cloudprovider.InstanceType, map[string]known) {
 	facts := map[string]known{}
 	var out []*cloudprovider.InstanceType
 	names := make([]string, 0, len(cat.Types))
@@ -45,7 +45,8 @@ func instanceTypes(cat *catalog.Catalog, region string, zones []string, offered 
 	for _, name := range names {
 		t := cat.Types[name]
 		p, priced := cat.Prices[region][name]
-		if t.PriceOnly || !priced || offered != nil && offered[name] == nil {
+		reserved := reservedOfferings(name, p.OnDemand, reservations)
+		if t.PriceOnly || !priced || offered != nil && offered[name] == nil && len(reserved) == 0 {
 			continue
 		}
 		var offerings cloudprovider.Offerings
@@ -74,13 +75,21 @@ func instanceTypes(cat *catalog.Catalog, region string, zones []string, offered 
 				capacityTypes[o.ct] = true
 			}
 		}
+		for _, o := range reserved {
+			// A reservation's zone offers its type, whatever the offerings say.
+			if zone := o.Requirements.Get(corev1.LabelTopologyZone).Any(); !slices.Contains(typeZones, zone) {
+				typeZones = append(typeZones, zone)
+			}
+			offerings = append(offerings, o)
+			capacityTypes[karpv1.CapacityTypeReserved] = true
+		}
 		if len(offerings) == 0 {
 			continue
 		}
 		facts[name] = known{facts: t, price: p}
 		out = append(out, &cloudprovider.InstanceType{
 			Name:         name,
-			Requirements: requirements(t, region, typeZones, capacityTypes),
+			Requirements: requirements(t, region, typeZones, capacityTypes, reserved),
 			Offerings:    offerings,
 			Capacity:     capacity(t),
 			Overhead: &cloudprovider.InstanceTypeOverhead{
@@ -97,8 +106,8 @@ func instanceTypes(cat *catalog.Catalog, region string, zones []string, offered 
 }
 
 // requirements mirror the AWS provider's: every well-known label is defined, with the
-// catalog's value or as absent.
-func requirements(t *catalog.InstanceType, region string, zones []string, capacityTypes map[string]bool) scheduling.Requirements {
+// catalog's value or as absent; a type with reserved offerings has their reservation ids.
+func requirements(t *catalog.InstanceType, region string, zones []string, capacityTypes map[string]bool, reserved cloudprovider.Offerings) scheduling.Requirements {
 	var cts []string
 	for ct := range capacityTypes {
 		cts = append(cts, ct)
@@ -111,6 +120,15 @@ func requirements(t *catalog.InstanceType, region string, zones []string, capaci
 		scheduling.NewRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, cts...),
 	)
 	labels := t.Labels()
+	if len(reserved) > 0 {
+		var ids []string
+		for _, o := range reserved {
+			ids = append(ids, o.ReservationID())
+		}
+		reqs.Add(scheduling.NewRequirement(cloudprovider.ReservationIDLabel, corev1.NodeSelectorOpIn, ids...),
+			scheduling.NewRequirement(awsv1.LabelCapacityReservationType, corev1.NodeSelectorOpIn, string(awsv1.CapacityReservationTypeDefault)),
+			scheduling.NewRequirement(awsv1.LabelCapacityReservationInterruptible, corev1.NodeSelectorOpIn, "false"))
+	}
 	for _, key := range []string{
 		awsv1.LabelInstanceCPUManufacturer, awsv1.LabelInstanceCPUSustainedClockSpeedMhz, awsv1.LabelInstanceEBSBandwidth,
 		awsv1.LabelInstanceNetworkBandwidth, awsv1.LabelInstanceCapabilityFlex, awsv1.LabelInstanceLocalNVME,
@@ -119,7 +137,7 @@ func requirements(t *catalog.InstanceType, region string, zones []string, capaci
 		awsv1.LabelInstanceHypervisor, awsv1.LabelInstanceEncryptionInTransitSupported, awsv1.LabelTopologyZoneID,
 		cloudprovider.ReservationIDLabel, awsv1.LabelCapacityReservationType, awsv1.LabelCapacityReservationInterruptible,
 	} {
-		if _, known := labels[key]; !known {
+		if _, known := labels[key]; !known && !reqs.Has(key) {
 			reqs.Add(scheduling.NewRequirement(key, corev1.NodeSelectorOpDoesNotExist))
 		}
 	}

@@ -40,10 +40,18 @@ type Options struct {
 	Catalog *catalog.Catalog
 	// Unavailable marks offerings EC2 would refuse.
 	Unavailable Unavailable
+	// Reservations are the capacity reservations the classes' EC2NodeClasses select:
+	// reserved offerings for NodePools that allow karpenter.sh/capacity-type: reserved.
+	Reservations []Reservation
+	// Commitments are the classes' Savings Plans and Reserved Instances: with them every
+	// NodeClaim of those classes is priced against them (Result.Commitments).
+	Commitments []ClassCommitments
 }
 
 // NodeClaim is one node Karpenter would launch.
 type NodeClaim struct {
+	// Name is the rung's name and the NodeClaim's place in the rung's launch order, from 1.
+	Name         string   `json:"name"`
 	NodePool     string   `json:"nodePool"`
 	Zone         string   `json:"zone"`
 	CapacityType string   `json:"capacityType"`
@@ -54,8 +62,15 @@ type NodeClaim struct {
 	PricePerHour float64 `json:"pricePerHour"`
 	// PriceSource names where that price came from (catalog, advisor, override).
 	PriceSource string `json:"priceSource"`
+	// ReservationID is the capacity reservation a reserved NodeClaim launches into; it is
+	// billed at the on-demand price (PricePerHour), used or not.
+	ReservationID string `json:"reservationID,omitempty"`
 	// Options is how many instance types Karpenter left the launch to choose from.
 	Options int `json:"instanceTypeOptions"`
+	// Commitment is how its class's commitments price it; nil without (Options.Commitments).
+	Commitment *NodeCommitment `json:"commitment,omitempty"`
+
+	launch int
 }
 
 // Result is a simulation's outcome.
@@ -64,6 +79,9 @@ type Result struct {
 	// Unschedulable maps pods Karpenter could not place to why.
 	Unschedulable map[string]string `json:"unschedulable,omitempty"`
 	Totals        Totals            `json:"totals"`
+	// Commitments is how the classes' commitments price the NodeClaims; nil when no class
+	// has any (Options.Commitments).
+	Commitments *Commitments `json:"commitments,omitempty"`
 }
 
 // Totals summarise the node salad and the bill.
@@ -100,7 +118,10 @@ func Run(ctx context.Context, nodePools []*karpv1.NodePool, pods []*corev1.Pod, 
 	if len(opts.Zones) == 0 {
 		return nil, fmt.Errorf("no zones to offer instances in")
 	}
-	its, facts := instanceTypes(opts.Catalog, opts.Region, opts.Zones, opts.Offerings, opts.Unavailable)
+	if err := checkReservations(opts.Reservations, opts.Catalog, opts.Region, opts.Zones); err != nil {
+		return nil, err
+	}
+	its, facts := instanceTypes(opts.Catalog, opts.Region, opts.Zones, opts.Offerings, opts.Unavailable, opts.Reservations)
 	// Karpenter's provisioner tries NodePools by weight, not in the order it lists them;
 	// its scheduler takes them in the order given.
 	nodePools = slices.Clone(nodePools)
@@ -123,7 +144,9 @@ func Run(ctx context.Context, nodePools []*karpv1.NodePool, pods []*corev1.Pod, 
 		return nil, fmt.Errorf("building Karpenter's topology: %w", err)
 	}
 	scheduler := scheduling.NewScheduler(ctx, kube, nodePools, cluster, nil, topology, byPool, opts.DaemonSetPods,
-		events.NewRecorder(&record.FakeRecorder{}), clk, nil, nil)
+		// Karpenter's provisioner schedules new pods in the strict reserved-offering mode: a
+		// pod whose only offering on a NodePool is a full reservation waits.
+		events.NewRecorder(&record.FakeRecorder{}), clk, nil, nil, scheduling.DisableReservedCapacityFallback)
 	start := time.Now()
 	results, err := scheduler.Solve(ctx, pods)
 	elapsed := time.Since(start)
@@ -132,8 +155,12 @@ func Run(ctx context.Context, nodePools []*karpv1.NodePool, pods []*corev1.Pod, 
 	}
 
 	res := &Result{Totals: Totals{SimulationTime: elapsed, DaemonSets: len(opts.DaemonSetPods)}}
-	for _, nc := range results.NewNodeClaims {
-		res.NodeClaims = append(res.NodeClaims, launch(nc, facts))
+	perPool := map[string]int{}
+	for i, nc := range results.NewNodeClaims {
+		out := launch(nc, facts)
+		perPool[out.NodePool]++
+		out.Name, out.launch = fmt.Sprintf("%s-%d", out.NodePool, perPool[out.NodePool]), i
+		res.NodeClaims = append(res.NodeClaims, out)
 	}
 	sort.SliceStable(res.NodeClaims, func(i, j int) bool {
 		a, b := res.NodeClaims[i], res.NodeClaims[j]
@@ -157,6 +184,13 @@ func Run(ctx context.Context, nodePools []*karpv1.NodePool, pods []*corev1.Pod, 
 		res.Totals.CostPerHour += nc.PricePerHour
 	}
 	res.Totals.Nodes, res.Totals.InstanceTypes, res.Totals.Families = len(res.NodeClaims), len(types), len(families)
+	if len(opts.Commitments) > 0 {
+		launched := make([]int, len(res.NodeClaims))
+		for i, nc := range res.NodeClaims {
+			launched[nc.launch] = i
+		}
+		priceCommitments(res, opts.Commitments, launched, opts.Catalog, opts.Region)
+	}
 	return res, nil
 }
 
