@@ -221,7 +221,7 @@ const (
 	// HeadroomReasonClosed: no schedule window is open; desired is 0.
 	HeadroomReasonClosed = "Closed"
 	// HeadroomReasonPriorityClassMissing: the PriorityClass poolsmith-headroom does not
-	// exist, so placeholder pods would run at priority 0 and not be preempted.
+	// exist, so the API server refuses placeholder pods (mechanism Pods).
 	HeadroomReasonPriorityClassMissing = "PriorityClassMissing"
 	// HeadroomReasonNotObserved: Karpenter has not reported on the CapacityBuffer.
 	HeadroomReasonNotObserved = "NotObserved"
