@@ -8,6 +8,7 @@ import (
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/cost"
+	"github.com/poolsmith/poolsmith/internal/headroom"
 	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/render"
 )
@@ -23,11 +24,11 @@ var (
 	}, []string{"class", "mechanism"})
 	headroomIdleCost = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "poolsmith_headroom_idle_cost_per_hour",
-		Help: "Estimated USD per hour the ready units of headroom cost (status.headroom.idleCostPerHour).",
+		Help: "Estimated USD per hour the idle units of headroom cost (status.headroom.idleCostPerHour).",
 	}, []string{"class", "mechanism"})
 	headroomWarmNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "poolsmith_headroom_warm_nodes",
-		Help: "Nodes of the headroom's rung that run placeholders and no other pod but DaemonSet pods (status.headroom.warmNodes).",
+		Help: "Nodes of the headroom's rung its ready units keep warm (status.headroom.warmNodes): running placeholders and no other pod but DaemonSet pods (Pods), or no pod but DaemonSet pods, as many as the CapacityBuffer's units need (CapacityBuffer).",
 	}, []string{"class", "mechanism"})
 	headroomGauges = []*prometheus.GaugeVec{headroomDesired, headroomReady, headroomIdleCost, headroomWarmNodes}
 )
@@ -37,24 +38,36 @@ func init() {
 }
 
 // headroomFigures adds to st (status.headroom) the nodes the headroom keeps warm and what
-// its ready units cost per hour, the unit priced by render on the rung as every node is
+// its idle units cost per hour, the unit priced by render on the rung as every node is
 // (cost.PerUnit), and records the headroom's gauges. Pods are listed only while some unit
-// is ready: otherwise no placeholder runs, and no node is warm.
+// is ready: otherwise no unit is placed, and no node is warm. Placeholder pods are seen, so
+// every ready unit is idle; a CapacityBuffer's virtual pods are not, so its warm nodes and
+// idle units are read from the room on the rung's nodes (headroom.BufferWarmth).
 func (r *WorkloadClassReconciler) headroomFigures(ctx context.Context, wc *v1alpha1.WorkloadClass, st *v1alpha1.HeadroomStatus, res *render.Result, live plan.Children) error {
 	if st == nil {
 		forgetHeadroom(wc.Name)
 		return nil
 	}
-	if st.Ready > 0 && st.Mechanism == v1alpha1.HeadroomPods {
-		warm, err := r.cluster(wc).WarmNodes(ctx, live.NodeClaims[st.Rung], r.Capabilities.HeadroomNamespaceOrDefault())
-		if err != nil {
-			return err
+	idleUnits := st.Ready
+	if st.Ready > 0 {
+		switch claims := live.NodeClaims[st.Rung]; st.Mechanism {
+		case v1alpha1.HeadroomPods:
+			warm, err := r.cluster(wc).WarmNodes(ctx, claims, r.Capabilities.HeadroomNamespaceOrDefault())
+			if err != nil {
+				return err
+			}
+			st.WarmNodes = warm
+		case v1alpha1.HeadroomCapacityBuffer:
+			rooms, err := r.cluster(wc).NodeRooms(ctx, claims)
+			if err != nil {
+				return err
+			}
+			st.WarmNodes, idleUnits = headroom.BufferWarmth(rooms, res.Headroom.Shape, st.Ready)
 		}
-		st.WarmNodes = warm
 	}
 	idle := 0.0
 	if h := res.Headroom; h.PriceSource != "" {
-		idle = float64(st.Ready) * h.UnitPrice
+		idle = float64(idleUnits) * h.UnitPrice
 		st.IdleCostPerHour, st.PriceSources = cost.Money(idle), h.PriceSource
 	}
 	for _, m := range []v1alpha1.HeadroomMechanism{v1alpha1.HeadroomPods, v1alpha1.HeadroomCapacityBuffer, v1alpha1.HeadroomOff} {

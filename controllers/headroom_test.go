@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -220,5 +221,53 @@ var _ = Describe("Headroom", Ordered, func() {
 		By("the class deleted leaves none")
 		Expect(env.Client.Delete(ctx, get(&v1alpha1.WorkloadClass{}, "hrcb"))).To(Succeed())
 		Eventually(func() bool { return bufferOf("hrcb")() == nil && templateOf("hrcb")() == nil }).Should(BeTrue())
+	})
+})
+
+// The chart installs the PriorityClass with headroom.enabled; here it is removed and
+// created by hand. The deployment controller's part (the Deployment's status once its
+// pods are admitted) is played.
+var _ = Describe("Headroom without its PriorityClass", Ordered, func() {
+	pc := func() *schedulingv1.PriorityClass {
+		return &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.HeadroomPriorityClass}, Value: -10, PreemptionPolicy: ptr.To(corev1.PreemptNever)}
+	}
+	BeforeAll(func() {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DefaultHeadroomNamespace}}
+		if err := env.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, pc()))).To(Succeed())
+		create(newBaseline("hrpc-base"))
+		// Other specs' placeholders name it too.
+		DeferCleanup(func() {
+			if err := env.Client.Create(ctx, pc()); err != nil && !apierrors.IsAlreadyExists(err) {
+				Expect(err).NotTo(HaveOccurred())
+			}
+		})
+	})
+
+	It("reports PriorityClassMissing, naming the PriorityClass and the chart value that installs it, and recovers once it exists", func() {
+		create(newClass("hrpc", "hrpc-base", func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.Headroom = &v1alpha1.Headroom{Replicas: ptr.To[int32](2), PodShape: &v1alpha1.HeadroomPodShape{CPU: ptr.To(resource.MustParse("1"))}, Mechanism: v1alpha1.HeadroomPods}
+		}))
+		DeferCleanup(func() { Expect(env.Client.Delete(ctx, get(&v1alpha1.WorkloadClass{}, "hrpc"))).To(Succeed()) })
+		waitSynced("hrpc")
+		Eventually(headroomDeployment("hrpc")).ShouldNot(BeNil())
+		Eventually(headroomStatus("hrpc")).Should(And(HaveField("Display", "0/2"), HaveField("Reason", v1alpha1.HeadroomReasonPriorityClassMissing),
+			HaveField("Message", And(ContainSubstring("PriorityClass poolsmith-headroom does not exist"), ContainSubstring("headroom.enabled=true")))))
+
+		By("created, the placeholders are admitted: the Deployment's status brings the class back")
+		create(pc())
+		d := headroomDeployment("hrpc")()
+		d.Status.ObservedGeneration, d.Status.Replicas, d.Status.AvailableReplicas, d.Status.ReadyReplicas = d.Generation, 2, 2, 2
+		Expect(env.Client.Status().Update(ctx, d)).To(Succeed())
+		Eventually(headroomStatus("hrpc")).Should(And(HaveField("Display", "2/2"), HaveField("Reason", v1alpha1.HeadroomReasonReady)))
+
+		By("deleted again while the placeholders run: they keep their priority, and the reason says none can be replaced")
+		Expect(env.Client.Delete(ctx, pc())).To(Succeed())
+		wc := get(&v1alpha1.WorkloadClass{}, "hrpc")
+		wc.Spec.Labels = v1alpha1.NodeLabels{"example.com/touch": "1"}
+		updateClass(wc)
+		Eventually(headroomStatus("hrpc")).Should(And(HaveField("Display", "2/2"), HaveField("Reason", v1alpha1.HeadroomReasonPriorityClassMissing)))
 	})
 })

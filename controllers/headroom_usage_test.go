@@ -191,3 +191,89 @@ var _ = Describe("Headroom figures", Ordered, func() {
 		}
 	})
 })
+
+// Karpenter's part (NodeClaims with their nodes and allocatable, the buffer's conditions)
+// and the scheduler's (pods bound) are played here; Karpenter's virtual pods exist only in
+// its memory, so the room on the rung's nodes is what is read.
+var _ = Describe("Headroom figures of a CapacityBuffer", Ordered, func() {
+	BeforeAll(func() {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DefaultHeadroomNamespace}}
+		if err := env.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		create(newBaseline("hrw-base"))
+	})
+
+	It("counts the rung's empty nodes the buffer's units need as warm, and prices the units that still have room", func() {
+		create(newClass("hrw", "hrw-base", func(wc *v1alpha1.WorkloadClass) {
+			wc.Spec.Headroom = &v1alpha1.Headroom{Replicas: ptr.To[int32](2), PodShape: &v1alpha1.HeadroomPodShape{CPU: ptr.To(resource.MustParse("1"))}}
+		}))
+		waitSynced("hrw")
+		Eventually(bufferOf("hrw")).ShouldNot(BeNil())
+
+		// Four nodes of the rung and one still booting: roomy holds both units (2 CPU, no
+		// pod), agent one (a DaemonSet pod of 500m), spare two more beyond the need, busy
+		// none (a pod of the class takes 1500m), and the booting one has no node yet.
+		var objs []client.Object
+		claim := func(node, allocatable string) {
+			nc := newNodeClaim("hrw", "hrw-spot-amd64")
+			create(nc)
+			nc.Status.NodeName = node
+			nc.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(allocatable), corev1.ResourceMemory: resource.MustParse("8Gi")}
+			Expect(env.Client.Status().Update(ctx, nc)).To(Succeed())
+			objs = append(objs, nc)
+		}
+		claim("hrw-roomy", "2")
+		claim("hrw-agent", "2")
+		claim("hrw-spare", "2")
+		claim("hrw-busy", "2")
+		claim("", "2")
+		pod := func(name, node, millis string, mutate ...func(*corev1.Pod)) {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+				Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(millis)}}}}}}
+			for _, m := range mutate {
+				m(p)
+			}
+			create(p)
+			objs = append(objs, p)
+		}
+		pod("hrw-agent-ds", "hrw-agent", "500m", func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: types.UID("0b1d5c2e-0000-4000-8000-000000000003"), Controller: ptr.To(true)}}
+		})
+		pod("hrw-busy-app", "hrw-busy", "1500m")
+		DeferCleanup(func() {
+			for _, o := range objs {
+				Expect(client.IgnoreNotFound(env.Client.Delete(ctx, o, client.GracePeriodSeconds(0)))).To(Succeed())
+			}
+		})
+
+		By("Karpenter reports every virtual pod fits existing capacity: one empty node holds both units")
+		karpenterReports("hrw", true)
+		status := func() *v1alpha1.HeadroomStatus { return get(&v1alpha1.WorkloadClass{}, "hrw").Status.Headroom }
+		Eventually(status).Should(And(HaveField("Mechanism", v1alpha1.HeadroomCapacityBuffer), HaveField("Display", "2/2"), HaveField("WarmNodes", int32(1))))
+		cat, err := catalog.Load()
+		Expect(err).NotTo(HaveOccurred())
+		res, err := render.Render(get(&v1alpha1.Baseline{}, "hrw-base"), get(&v1alpha1.WorkloadClass{}, "hrw"),
+			render.Options{Catalog: cat, Region: catalog.DefaultRegion, Capabilities: capabilities.Capabilities{Headroom: v1alpha1.HeadroomCapacityBuffer}})
+		Expect(err).NotTo(HaveOccurred())
+		unit := res.Headroom.UnitPrice
+		Expect(unit).To(BeNumerically(">", 0))
+		Expect(status()).To(HaveField("IdleCostPerHour", cost.Money(2*unit)))
+		labels := map[string]string{"class": "hrw", "mechanism": "CapacityBuffer"}
+		Expect(gauge("poolsmith_headroom_warm_nodes", labels)).To(Equal(1.0))
+
+		By("a burst takes the roomy and spare nodes before Karpenter's next pass: ready still reads 2, one unit's room is left")
+		pod("hrw-burst-1", "hrw-roomy", "2")
+		pod("hrw-burst-2", "hrw-spare", "2")
+		// Pods start no pass; a NodeClaim created does, as a launch would.
+		claim("", "2")
+		Eventually(status).Should(And(HaveField("Display", "2/2"), HaveField("WarmNodes", int32(1)), HaveField("IdleCostPerHour", cost.Money(unit))))
+		Expect(gauge("poolsmith_headroom_idle_cost_per_hour", labels)).To(BeNumerically("~", unit, 1e-9))
+
+		By("Karpenter's pass finds the units need a new node: nothing is ready, warm or idle")
+		karpenterReports("hrw", false)
+		Eventually(status).Should(And(HaveField("Display", "0/2"), HaveField("WarmNodes", int32(0)), HaveField("IdleCostPerHour", cost.Money(0))))
+		Expect(env.Client.Delete(ctx, get(&v1alpha1.WorkloadClass{}, "hrw"))).To(Succeed())
+	})
+})

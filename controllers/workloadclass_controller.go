@@ -334,6 +334,9 @@ func (r *WorkloadClassReconciler) sync(ctx context.Context, wc *v1alpha1.Workloa
 	o.Signals, o.CostBased = &in.Freshness, res.CostBased
 	o.Commitments = in.Coverage
 	wc.Status.Headroom = headroomStatus(res, out.Live, in.Inputs.Options.Headroom.Now)
+	if err := r.checkPriorityClass(ctx, wc.Status.Headroom); err != nil {
+		return o, ctrl.Result{}, err
+	}
 	if err := r.headroomFigures(ctx, wc, wc.Status.Headroom, res, out.Live); err != nil {
 		return o, ctrl.Result{}, err
 	}

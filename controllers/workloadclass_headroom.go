@@ -1,14 +1,18 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	cbv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
@@ -22,6 +26,8 @@ import (
 // where two would collide. So is the watch on pods that a percentage's usage informer
 // needs (observe.Usage; list is granted for cost and rebalance): a ClusterRole the chart
 // installs only with the headroom, so a manager without one is granted no watch of pods.
+// That ClusterRole also grants get on the one PriorityClass the placeholders name
+// (checkPriorityClass).
 
 // headroomStatus is status.headroom from the render and the live children: ready is the
 // placeholder Deployment's available replicas once it has observed its generation (Pods),
@@ -68,6 +74,31 @@ func headroomStatus(res *render.Result, live plan.Children, now time.Time) *v1al
 	}
 	st.Display = fmt.Sprintf("%d/%d", st.Ready, st.Desired)
 	return st
+}
+
+// checkPriorityClass reports PriorityClassMissing on st when placeholder pods hold units
+// (mechanism Pods, desired above 0) and their PriorityClass does not exist: the API
+// server's Priority admission plugin then refuses every placeholder pod, so no unit can be
+// placed or replaced. It overrides every other reason, which all wait for something this
+// blocks; ready stays what the Deployment reports (placeholders admitted before the
+// PriorityClass went keep their priority and still run). It is one get of that name past
+// the cache per pass, which its grant (get, resourceNames: the one name) allows; a
+// cached watch would need list and watch on every PriorityClass.
+func (r *WorkloadClassReconciler) checkPriorityClass(ctx context.Context, st *v1alpha1.HeadroomStatus) error {
+	if st == nil || st.Mechanism != v1alpha1.HeadroomPods || st.Desired == 0 {
+		return nil
+	}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Name: v1alpha1.HeadroomPriorityClass}, &schedulingv1.PriorityClass{})
+	switch {
+	case apierrors.IsNotFound(err):
+		st.Reason = v1alpha1.HeadroomReasonPriorityClassMissing
+		st.Message = fmt.Sprintf("PriorityClass %s does not exist, so the API server refuses the placeholder pods that name it: "+
+			"install it with the chart's headroom.enabled=true (or create it with a negative value and preemptionPolicy: Never)", v1alpha1.HeadroomPriorityClass)
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading PriorityClass %s: %w", v1alpha1.HeadroomPriorityClass, err)
+	}
+	return nil
 }
 
 // bufferNotObserved is how long Karpenter may leave a new CapacityBuffer without a
@@ -132,8 +163,10 @@ func requeueForHeadroom(result ctrl.Result, res *render.Result, wc *v1alpha1.Wor
 	if next := res.Headroom.NextChange; !next.IsZero() {
 		after = max(next.Sub(now), time.Second)
 	}
-	// A CapacityBuffer's status may stay as it is (NotObserved has no event to wait for).
-	waiting := wc.Status.Headroom != nil && wc.Status.Headroom.Mechanism == v1alpha1.HeadroomCapacityBuffer && wc.Status.Headroom.Ready < wc.Status.Headroom.Desired
+	// A CapacityBuffer's status may stay as it is (NotObserved has no event to wait for),
+	// and no watch announces a PriorityClass created.
+	st := wc.Status.Headroom
+	waiting := st != nil && ((st.Mechanism == v1alpha1.HeadroomCapacityBuffer && st.Ready < st.Desired) || st.Reason == v1alpha1.HeadroomReasonPriorityClassMissing)
 	if spec := wc.Spec.Headroom; waiting || res.Headroom.PendingSince != nil || (spec != nil && spec.Percentage != nil) {
 		if after == 0 || after > time.Minute {
 			after = time.Minute

@@ -7,9 +7,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	cbv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
+	"github.com/poolsmith/poolsmith/internal/render"
 )
 
 // TestBufferReady reads a CapacityBuffer's status as Karpenter v1.15.0 writes it: all
@@ -51,5 +53,21 @@ func TestBufferReady(t *testing.T) {
 				t.Errorf("ready %d reason %q message %q; want %d %q containing %q", ready, reason, message, tc.ready, tc.reason, tc.message)
 			}
 		})
+	}
+}
+
+// TestRequeueForHeadroomWithoutItsPriorityClass: no watch announces the PriorityClass
+// created, so a class reporting it missing comes back every minute; a ready one does not.
+func TestRequeueForHeadroomWithoutItsPriorityClass(t *testing.T) {
+	now := time.Date(2026, 12, 3, 4, 0, 0, 0, time.UTC)
+	res := &render.Result{Headroom: &render.Headroom{Mechanism: v1alpha1.HeadroomPods, Desired: 2}}
+	for reason, want := range map[string]time.Duration{
+		v1alpha1.HeadroomReasonPriorityClassMissing: time.Minute,
+		v1alpha1.HeadroomReasonReady:                0,
+	} {
+		wc := &v1alpha1.WorkloadClass{Status: v1alpha1.WorkloadClassStatus{Headroom: &v1alpha1.HeadroomStatus{Mechanism: v1alpha1.HeadroomPods, Desired: 2, Ready: 2, Reason: reason}}}
+		if got := requeueForHeadroom(ctrl.Result{}, res, wc, now).RequeueAfter; got != want {
+			t.Errorf("%s: requeue after %s, want %s", reason, got, want)
+		}
 	}
 }

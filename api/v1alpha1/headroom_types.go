@@ -171,11 +171,13 @@ type HeadroomStatus struct {
 	// display is "ready/desired", the Headroom printer column.
 	// +optional
 	Display string `json:"display,omitempty"`
-	// warmNodes are the nodes of the rung that hold placeholders and no other pod but
-	// DaemonSet pods.
+	// warmNodes are the nodes of the rung the ready units keep up: nodes running
+	// placeholders and no other pod but DaemonSet pods (Pods); nodes running no pod but
+	// DaemonSet pods, the fewest whose room holds the ready units (CapacityBuffer).
 	// +optional
 	WarmNodes int32 `json:"warmNodes,omitempty"`
-	// idleCostPerHour is an estimate in USD of what the ready units cost per hour: ready
+	// idleCostPerHour is an estimate in USD of what the idle units cost per hour: the
+	// ready units (for a CapacityBuffer, those the room on the rung's nodes still holds)
 	// times the unit's price on the rung's cheapest type per unit.
 	// +optional
 	IdleCostPerHour string `json:"idleCostPerHour,omitempty"`
@@ -219,7 +221,7 @@ const (
 	// HeadroomReasonClosed: no schedule window is open; desired is 0.
 	HeadroomReasonClosed = "Closed"
 	// HeadroomReasonPriorityClassMissing: the PriorityClass poolsmith-headroom does not
-	// exist, so placeholder pods would run at priority 0 and not be preempted.
+	// exist, so the API server refuses placeholder pods (mechanism Pods).
 	HeadroomReasonPriorityClassMissing = "PriorityClassMissing"
 	// HeadroomReasonNotObserved: Karpenter has not reported on the CapacityBuffer.
 	HeadroomReasonNotObserved = "NotObserved"

@@ -98,6 +98,8 @@ func runManager(c *cobra.Command, flags *managerFlags) error {
 	if err := flags.headroom.apply(&flags.Capabilities); err != nil {
 		return err
 	}
+	// The downward API names the manager's Pod (the chart and config/manager set these).
+	flags.Pod = operator.PodRef{Namespace: os.Getenv("POD_NAMESPACE"), Name: os.Getenv("POD_NAME"), UID: types.UID(os.Getenv("POD_UID"))}
 	ctx := ctrl.SetupSignalHandler()
 	mgr, err := operator.New(ctx, cfg, flags.Options)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/poolsmith/poolsmith/internal/headroom"
 )
 
 // PodNodeField is the field pods are listed by node with: a field selector on the API
@@ -183,4 +185,45 @@ func (c Cluster) WarmNodes(ctx context.Context, claims []*karpv1.NodeClaim, name
 		}
 	}
 	return warm, nil
+}
+
+// NodeRooms reads, for a CapacityBuffer's warm nodes (headroom.BufferWarmth), each node of
+// claims (a rung's NodeClaims) that is registered and not being deleted: the room left of
+// its NodeClaim's status.allocatable (what Karpenter reports of the node) by the requests
+// of every pod on it that is not terminal, DaemonSet and mirror pods included, and whether
+// it runs no pod but those. Pods are read from Direct, one list per node, as WarmNodes
+// reads them.
+func (c Cluster) NodeRooms(ctx context.Context, claims []*karpv1.NodeClaim) ([]headroom.NodeRoom, error) {
+	var out []headroom.NodeRoom
+	for _, nc := range claims {
+		if nc.Status.NodeName == "" || !nc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		pods := &corev1.PodList{}
+		if err := c.Direct.List(ctx, pods, client.MatchingFields{PodNodeField: nc.Status.NodeName}); err != nil {
+			return nil, fmt.Errorf("listing pods on node %s: %w", nc.Status.NodeName, err)
+		}
+		used, empty := corev1.ResourceList{}, true
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			AddRequests(used, p)
+			if !daemonOrMirror(p) {
+				empty = false
+			}
+		}
+		room := corev1.ResourceList{}
+		for name, q := range nc.Status.Allocatable {
+			room[name] = q.DeepCopy()
+		}
+		for name, q := range used {
+			left := room[name]
+			left.Sub(q)
+			room[name] = left
+		}
+		out = append(out, headroom.NodeRoom{Room: room, Empty: empty})
+	}
+	return out, nil
 }

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -30,14 +33,25 @@ const DefaultHeadroomProbeTimeout = 60 * time.Second
 // LabelHeadroomProbe marks the probe CapacityBuffers of --headroom=auto.
 const LabelHeadroomProbe = "poolsmith.dev/headroom-probe"
 
+// EventHeadroomMechanism is the reason of the event --headroom=auto records on the
+// manager's Pod: which mechanism its probe chose, and why.
+const EventHeadroomMechanism = "HeadroomMechanism"
+
+// PodRef names the manager's own Pod, which start-up decisions are recorded on.
+type PodRef struct {
+	Namespace, Name string
+	UID             types.UID
+}
+
 // ResolveHeadroom settles the manager's headroom mechanism before the cache is built.
 // Discovery says whether the cluster serves CapacityBuffers (then they and their
 // PodTemplates are cached, watched and pruned whatever the mechanism). capacitybuffer
 // needs them served and takes the operator at its word that Karpenter's CapacityBuffer
 // feature gate is on; auto uses them only when the probe shows Karpenter's buffer
 // controller running (the CRD is installed with Karpenter whether or not the gate is on),
-// and placeholder pods otherwise. caps.HeadroomReason says which and why.
-func ResolveHeadroom(ctx context.Context, cfg *rest.Config, caps *capabilities.Capabilities, timeout time.Duration) error {
+// and placeholder pods otherwise. caps.HeadroomReason says which and why, in the log and,
+// for auto, in an event on pod (recordHeadroomChoice).
+func ResolveHeadroom(ctx context.Context, cfg *rest.Config, caps *capabilities.Capabilities, timeout time.Duration, pod PodRef) error {
 	if !caps.HeadroomOn() {
 		return nil
 	}
@@ -75,10 +89,11 @@ func ResolveHeadroom(ctx context.Context, cfg *rest.Config, caps *capabilities.C
 		took, err := ProbeCapacityBuffer(ctx, c, caps.HeadroomNamespaceOrDefault(), timeout)
 		if err != nil {
 			caps.HeadroomReason = "--headroom=auto: " + err.Error()
-			break
+		} else {
+			caps.Headroom = v1alpha1.HeadroomCapacityBuffer
+			caps.HeadroomReason = fmt.Sprintf("--headroom=auto: Karpenter resolved the probe CapacityBuffer in %s", took.Round(100*time.Millisecond))
 		}
-		caps.Headroom = v1alpha1.HeadroomCapacityBuffer
-		caps.HeadroomReason = fmt.Sprintf("--headroom=auto: Karpenter resolved the probe CapacityBuffer in %s", took.Round(100*time.Millisecond))
+		recordHeadroomChoice(ctx, c, pod, caps)
 	default:
 		caps.HeadroomReason = "the manager runs with --headroom=pods"
 	}
@@ -138,5 +153,38 @@ func ProbeCapacityBuffer(ctx context.Context, c client.Client, namespace string,
 			return 0, errors.Join(errors.New("probing for Karpenter's CapacityBuffer controller"), ctx.Err())
 		case <-time.After(250 * time.Millisecond):
 		}
+	}
+}
+
+// recordHeadroomChoice records auto's choice as an event on the manager's Pod, where
+// `kubectl describe pod` and the release namespace's events show it beside the pod's own.
+// The Pod, not a headroom object: the probe is deleted at once, and an event on the
+// headroom namespace (cluster-scoped) would land in namespace default. It is written here,
+// with the probe's client, because the manager's recorder writes through the leader
+// fence, which holds every replica's writes until it leads, and each replica probes for
+// itself. A refused event is logged and changes nothing.
+func recordHeadroomChoice(ctx context.Context, c client.Client, pod PodRef, caps *capabilities.Capabilities) {
+	if pod.Name == "" || pod.Namespace == "" {
+		return
+	}
+	note := fmt.Sprintf("headroom mechanism %s: %s", caps.Headroom, caps.HeadroomReason)
+	if len(note) > 1024 {
+		note = note[:1024]
+	}
+	now := time.Now()
+	ev := &eventsv1.Event{
+		// Named as client-go's recorder names events.
+		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", pod.Name, now.UnixNano()), Namespace: pod.Namespace},
+		EventTime:           metav1.NewMicroTime(now),
+		ReportingController: "poolsmith",
+		ReportingInstance:   pod.Name,
+		Action:              "Probe",
+		Reason:              EventHeadroomMechanism,
+		Regarding:           corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+		Note:                note,
+		Type:                corev1.EventTypeNormal,
+	}
+	if err := c.Create(ctx, ev); err != nil {
+		ctrl.Log.WithName("headroom").Error(err, "recording the headroom mechanism as an event", "pod", pod.Namespace+"/"+pod.Name)
 	}
 }

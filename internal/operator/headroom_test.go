@@ -2,11 +2,13 @@ package operator_test
 
 import (
 	"context"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -52,10 +54,26 @@ func TestHeadroomAuto(t *testing.T) {
 		must(t, c.List(ctx, list, client.InNamespace(v1alpha1.DefaultHeadroomNamespace), client.HasLabels{operator.LabelHeadroomProbe}))
 		return len(list.Items)
 	}
+	// The manager's Pod, as the downward API names it: auto's choice is an event on it.
+	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "poolsmith-system"}}))
+	pod := operator.PodRef{Namespace: "poolsmith-system", Name: "poolsmith-7d9f8-abcde", UID: "6f1c2d3e-0000-4000-8000-000000000001"}
+	choices := func() []string {
+		t.Helper()
+		list := &eventsv1.EventList{}
+		must(t, c.List(ctx, list, client.InNamespace(pod.Namespace)))
+		var notes []string
+		for _, ev := range list.Items {
+			if ev.Reason == operator.EventHeadroomMechanism && ev.Regarding.Kind == "Pod" && ev.Regarding.Name == pod.Name && ev.Regarding.UID == pod.UID {
+				notes = append(notes, ev.Note)
+			}
+		}
+		sort.Strings(notes)
+		return notes
+	}
 	resolve := func(mode v1alpha1.HeadroomMechanism) capabilities.Capabilities {
 		t.Helper()
 		caps := capabilities.Capabilities{Headroom: mode}
-		must(t, operator.ResolveHeadroom(ctx, env.Config, &caps, 3*time.Second))
+		must(t, operator.ResolveHeadroom(ctx, env.Config, &caps, 3*time.Second, pod))
 		if !caps.HeadroomBuffers {
 			t.Errorf("%s: discovery did not find CapacityBuffers served", mode)
 		}
@@ -68,6 +86,9 @@ func TestHeadroomAuto(t *testing.T) {
 	}
 	if n := probesLeft(); n != 0 {
 		t.Errorf("%d probe buffers left", n)
+	}
+	if got := choices(); len(got) != 1 || !strings.HasPrefix(got[0], "headroom mechanism Pods: --headroom=auto: Karpenter did not resolve the probe CapacityBuffer") {
+		t.Errorf("events on the manager's Pod after auto without Karpenter: %q, want one saying Pods and why", got)
 	}
 	if caps := resolve(v1alpha1.HeadroomCapacityBuffer); caps.Headroom != v1alpha1.HeadroomCapacityBuffer {
 		t.Errorf("capacitybuffer: %s", caps.Headroom)
@@ -94,6 +115,10 @@ func TestHeadroomAuto(t *testing.T) {
 	}
 	if n := probesLeft(); n != 0 {
 		t.Errorf("%d probe buffers left", n)
+	}
+	// One event per auto: the explicit flags record none.
+	if got := choices(); len(got) != 2 || !strings.HasPrefix(got[0], "headroom mechanism CapacityBuffer: --headroom=auto: Karpenter resolved the probe CapacityBuffer in") {
+		t.Errorf("events on the manager's Pod after auto with Karpenter's buffer controller: %q, want a second saying CapacityBuffer", got)
 	}
 }
 

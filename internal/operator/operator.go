@@ -85,6 +85,10 @@ type Options struct {
 	// HeadroomProbeTimeout bounds --headroom=auto's probe; DefaultHeadroomProbeTimeout
 	// when zero.
 	HeadroomProbeTimeout time.Duration
+	// Pod is the manager's own Pod (the downward API's POD_NAMESPACE, POD_NAME and
+	// POD_UID, which the chart and config/manager set): --headroom=auto's choice is
+	// recorded as an event on it. Without a name, only the log says it.
+	Pod PodRef
 }
 
 // Defaults for Options.
@@ -144,7 +148,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if opts.HeadroomProbeTimeout == 0 {
 		opts.HeadroomProbeTimeout = DefaultHeadroomProbeTimeout
 	}
-	if err := ResolveHeadroom(ctx, cfg, &caps, opts.HeadroomProbeTimeout); err != nil {
+	if err := ResolveHeadroom(ctx, cfg, &caps, opts.HeadroomProbeTimeout, opts.Pod); err != nil {
 		return nil, err
 	}
 	if caps.NodeOverlays {

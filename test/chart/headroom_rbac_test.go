@@ -23,7 +23,7 @@ import (
 
 // chartHeadroomRBAC is what charts/poolsmith renders with headroom.enabled: the default
 // RBAC, the manager's Role on Deployments in the headroom namespace and the ClusterRole
-// that lets it watch pods.
+// that lets it watch pods and get the placeholders' PriorityClass.
 func chartHeadroomRBAC(t *testing.T) rbacInstall {
 	out, err := helm(t, "template", "rbac", "charts/poolsmith", "--namespace", "poolsmith-chart", "--set", "headroom.enabled=true")
 	if err != nil {
@@ -37,7 +37,9 @@ func chartHeadroomRBAC(t *testing.T) rbacInstall {
 // headroom drives spec.headroom's placeholder pods (mechanism: Pods) under
 // --headroom=capacitybuffer, then its CapacityBuffers (headroomBuffers). A class sized by
 // percentage (its pass builds the pod informer: list and watch pods) gets its placeholder Deployment
-// (create; list and watch in the headroom namespace), a hand edit of it is reverted
+// (create; list and watch in the headroom namespace) and reports PriorityClassMissing (get
+// on the PriorityClass poolsmith-headroom, which this API server does not hold: the sweep
+// installs RBAC, not the chart's PriorityClass), a hand edit of it is reverted
 // (update), a Deployment of another owner under a class's placeholder name is read once
 // (get) and reported, and spec.headroom removed deletes the Deployment (delete).
 func (s *scenario) headroom(apply func(client.Object) error) error {
@@ -57,6 +59,15 @@ func (s *scenario) headroom(apply func(client.Object) error) error {
 	if err := s.wait("the placeholder Deployment of class headroom", func() (bool, error) {
 		n, err := replicas()
 		return n == 1, client.IgnoreNotFound(err)
+	}); err != nil {
+		return err
+	}
+	if err := s.wait("class headroom's status.headroom.reason PriorityClassMissing", func() (bool, error) {
+		wc := &v1alpha1.WorkloadClass{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: s.name("headroom")}, wc); err != nil {
+			return false, err
+		}
+		return wc.Status.Headroom != nil && wc.Status.Headroom.Reason == v1alpha1.HeadroomReasonPriorityClassMissing, nil
 	}); err != nil {
 		return err
 	}
@@ -232,8 +243,9 @@ func TestChartHeadroomRBACReconcilesTheSamples(t *testing.T) {
 	reconcilesUnder(t, chartHeadroomRBAC(t), "chart-hr")
 }
 
-// Each grant headroom.enabled adds to the chart's RBAC (the Role on Deployments in the
-// headroom namespace, the watch on pods) is removed in turn, and the manager reports the
+// Each grant headroom.enabled adds to the chart's RBAC (the Role on Deployments,
+// PodTemplates and CapacityBuffers in the headroom namespace, the watch on pods, the get on
+// the PriorityClass poolsmith-headroom) is removed in turn, and the manager reports the
 // refusal: none is missing from what it uses, none unused. The rest is the default
 // chart's, which TestEveryChartRBACRuleIsNeeded sweeps.
 func TestEveryChartHeadroomRBACRuleIsNeeded(t *testing.T) {
