@@ -18,12 +18,14 @@ import (
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/capabilities"
 	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/commitment"
 	"github.com/poolsmith/poolsmith/internal/decode"
 	"github.com/poolsmith/poolsmith/internal/diff"
 	"github.com/poolsmith/poolsmith/internal/observe"
 	"github.com/poolsmith/poolsmith/internal/operator"
 	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/render"
+	"github.com/poolsmith/poolsmith/internal/signals"
 	"github.com/poolsmith/poolsmith/internal/validate"
 )
 
@@ -80,11 +82,18 @@ func runDiff(c *cobra.Command, flags *diffFlags) error {
 	if err := flags.headroom.apply(&headroom); err != nil {
 		return err
 	}
-	in, err := loadInput(flags.files, c.InOrStdin(), c.ErrOrStderr(), nil)
+	// Entries without facts are left to the render, which resolves them with the cluster's
+	// export as the manager does.
+	in, err := loadInput(flags.files, c.InOrStdin(), c.ErrOrStderr(), nil, commitment.Export{}, true)
 	if err != nil {
 		return err
 	}
-	cl, ctx, cat, err := liveCatalog(c, flags.kubeconfig, types.NamespacedName{Namespace: ns, Name: name}, flags.region, flags.signalsMaxAge)
+	signalsCM := types.NamespacedName{Namespace: ns, Name: name}
+	cl, ctx, cat, err := liveCatalog(c, flags.kubeconfig, signalsCM, flags.region, flags.signalsMaxAge)
+	if err != nil {
+		return err
+	}
+	export, err := observe.ReadExport(ctx, &signals.Provider{ConfigMap: signalsCM, Region: flags.region}, cl)
 	if err != nil {
 		return err
 	}
@@ -93,7 +102,7 @@ func runDiff(c *cobra.Command, flags *diffFlags) error {
 	cluster := observe.Cluster{Cached: cl, Direct: cl, Capabilities: caps}
 	// The signals are read once for every class: the catalog is given, not priced per class.
 	source := observe.Source{Baselines: in.baselines, Reader: lenientReader{cl},
-		Options: render.Options{Region: flags.region, Catalog: cat, Capabilities: caps}}
+		Options: render.Options{Region: flags.region, Catalog: cat, Capabilities: caps, Commitments: render.CommitmentOptions{Export: export}}}
 	if caps.HeadroomOn() {
 		// A percentage is of the same live requests the manager reads.
 		source.Usage = &observe.Usage{NodeClaims: cl, Pods: cl, Namespace: caps.HeadroomNamespaceOrDefault()}
