@@ -53,7 +53,7 @@ func (f *inputFlags) register(c *cobra.Command, outputs string) {
 // registerCommitments registers --commitments FILE, the export the Baselines' commitments
 // take the facts they leave out from.
 func (f *inputFlags) registerCommitments(c *cobra.Command) {
-	c.Flags().StringVar(&f.commitments, "commitments-file", "", "the signals' commitments.json (what `poolsmith signals commitments` writes, bare or in the signals ConfigMap): the facts a Baseline's commitment entries leave out, by id; default: the --signals ConfigMap's key, if any")
+	c.Flags().StringVar(&f.commitments, "commitments-file", "", "a `FILE` holding the signals' commitments.json as poolsmith signals commitments writes it (bare, or in the signals ConfigMap): the facts a Baseline's commitment entries leave out, by id; default: the --signals ConfigMap's key, if any")
 }
 
 // registerInput registers -f and -o only.

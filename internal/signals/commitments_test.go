@@ -3,6 +3,7 @@ package signals_test
 import (
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -177,4 +178,30 @@ func TestParseCommitmentFacts(t *testing.T) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
 		}
 	}
+}
+
+// BenchmarkParseCommitmentFacts reads an export with a Compute plan rated for every type
+// the catalog prices in us-east-1 (docs/commitments.md quotes its size and time).
+func BenchmarkParseCommitmentFacts(b *testing.B) {
+	cat, err := catalog.Load()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rates := map[string]string{}
+	for name, p := range cat.Prices["us-east-1"] {
+		rates[name] = strconv.FormatFloat(p.OnDemand*0.72, 'f', 6, 64)
+	}
+	end := exportedAt.Add(365 * 24 * time.Hour)
+	data, err := json.Marshal(signals.CommitmentFacts{ExportedAt: exportedAt, Region: "us-east-1",
+		SavingsPlans: []signals.SavingsPlanFacts{{ID: "sp-compute", Type: "Compute", Commitment: "100", State: "active", End: &end, Rates: rates}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := signals.ParseCommitmentFacts(data, cat); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(data)), "bytes")
+	b.ReportMetric(float64(len(rates)), "rates")
 }
