@@ -35,9 +35,7 @@ func workedExampleExport() string {
 // namespace when absent) and undoes it when the spec ends, so the spot signals specs find
 // the ConfigMap as they left it.
 func setExport(doc string) {
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operator.DefaultSignalsConfigMap.Namespace}}); err != nil {
-		Expect(apierrors.IsAlreadyExists(err)).To(BeTrue(), "%v", err)
-	}
+	ensureSignalsNamespace()
 	cm := &corev1.ConfigMap{}
 	switch err := env.Client.Get(ctx, operator.DefaultSignalsConfigMap, cm); {
 	case apierrors.IsNotFound(err):
@@ -56,6 +54,14 @@ func setExport(doc string) {
 		if !had {
 			DeferCleanup(func() { updateExport(nil) })
 		}
+	}
+}
+
+// ensureSignalsNamespace creates the signals ConfigMap's namespace unless a spec already
+// did (envtest never removes a namespace, and the specs run in any order).
+func ensureSignalsNamespace() {
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operator.DefaultSignalsConfigMap.Namespace}}); err != nil {
+		ExpectWithOffset(1, apierrors.IsAlreadyExists(err)).To(BeTrue(), "%v", err)
 	}
 }
 
