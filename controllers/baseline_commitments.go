@@ -48,7 +48,11 @@ func (r *BaselineReconciler) commitments(ctx context.Context, b *v1alpha1.Baseli
 	if err != nil {
 		return nil, 0, err
 	}
-	declared, leftOut := commitment.Resolve(b.Spec.Commitments, now)
+	export, err := r.export(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	declared, leftOut := commitment.Resolve(b.Spec.Commitments, export, now)
 	names := sets.New[string]()
 	for _, wc := range classes {
 		names.Insert(wc.Name)
@@ -144,6 +148,14 @@ func (r *BaselineReconciler) catalog(ctx context.Context) (*catalog.Catalog, str
 		region = catalog.DefaultRegion
 	}
 	return cat, region, err
+}
+
+// export is the signals ConfigMap's commitments.json, as the classes resolve with it.
+func (r *BaselineReconciler) export(ctx context.Context) (commitment.Export, error) {
+	if r.Signals == nil {
+		return commitment.Export{}, nil
+	}
+	return observe.ReadExport(ctx, r.Signals, r.Client)
 }
 
 func coveredNodes(l commitment.Ledger, id string) int32 {

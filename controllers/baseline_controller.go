@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -137,6 +138,9 @@ func (r *BaselineReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A Baseline with commitments reports what its classes' nodes use of them.
 		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(r.baselineOfNodeClaim),
 			builder.WithPredicates(predicate.Or[client.Object](createsAndDeletes, launches))).
+		// Its commitments take the facts they leave out from the signals ConfigMap's
+		// commitments.json (the cache holds only that ConfigMap, see internal/operator).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allBaselines)).
 		Complete(r)
 }
 

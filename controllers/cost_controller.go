@@ -121,7 +121,7 @@ func (r *CostReconciler) price(ctx context.Context, wc *v1alpha1.WorkloadClass) 
 		return cost.Breakdown{}, err
 	}
 	// The coverage the weights see (observe's tracking, without the states).
-	src, err := observe.Source{Reader: r.Client, Options: render.Options{Catalog: cat, Region: r.Signals.Region},
+	src, err := observe.Source{Reader: r.Client, Exports: r.Signals, Options: render.Options{Catalog: cat, Region: r.Signals.Region},
 		Tracking: &observe.Tracking{Now: r.now(), LedgerOnly: true}}.Assemble(ctx, wc)
 	if err != nil {
 		return cost.Breakdown{}, err

@@ -61,7 +61,7 @@ var _ = Describe("Spot signals", Ordered, func() {
 	const class = "signals"
 
 	BeforeAll(func() {
-		create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operator.DefaultSignalsConfigMap.Namespace}})
+		ensureSignalsNamespace()
 		create(newBaseline(class), newClass(class, class, func(wc *v1alpha1.WorkloadClass) {
 			wc.Spec.Consistency = v1alpha1.ConsistencyType
 			wc.Spec.Architectures = []v1alpha1.Architecture{v1alpha1.ArchitectureARM64, v1alpha1.ArchitectureAMD64}

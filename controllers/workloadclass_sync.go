@@ -26,7 +26,7 @@ import (
 // source is where the reconciler reads a class's inputs (observe.Source.Assemble): the
 // Baseline from the cache, the catalog priced by the signals, the capabilities.
 func (r *WorkloadClassReconciler) source() observe.Source {
-	return observe.Source{Reader: r.Client, Pricing: r.Signals, Usage: r.Usage,
+	return observe.Source{Reader: r.Client, Pricing: r.Signals, Exports: r.Signals, Usage: r.Usage,
 		Options:  render.Options{Region: r.Signals.Region, Capabilities: r.Capabilities},
 		Tracking: &observe.Tracking{Now: r.Signals.Clock(), Dwell: r.CommitmentOpenDwell}}
 }

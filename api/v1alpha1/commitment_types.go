@@ -12,14 +12,19 @@ import (
 // `make manifests` (hack/crdfamilies) from the embedded instance catalog.
 // +kubebuilder:validation:XValidation:rule="!has(self.allocations) || self.allocations.map(a, a.percent).sum() <= 100",message="allocations: percents add up to more than 100",fieldPath=".allocations"
 type Commitments struct {
-	// savingsPlans this cluster shares in.
+	// savingsPlans this cluster shares in. An entry may carry only id and share: the
+	// facts it leaves out (type, commitment, family, region, start, end, and each type's
+	// rate) come, field by field, from the signals ConfigMap's commitments.json, which
+	// `poolsmith signals commitments` writes; a fact set here wins over the export's.
 	// +kubebuilder:validation:MaxItems=20
 	// +listType=map
 	// +listMapKey=id
 	// +optional
 	SavingsPlans []SavingsPlan `json:"savingsPlans,omitempty"`
 
-	// reservedInstances this cluster shares in (Linux/UNIX, default tenancy).
+	// reservedInstances this cluster shares in (Linux/UNIX, default tenancy). As for
+	// savingsPlans, an entry may carry only id and share and take its other facts from
+	// commitments.json.
 	// +kubebuilder:validation:MaxItems=50
 	// +listType=map
 	// +listMapKey=id

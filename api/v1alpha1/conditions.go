@@ -30,8 +30,14 @@ const (
 	// ReasonCommitmentExpired (False): a commitment's end is past; it is left out.
 	ReasonCommitmentExpired = "Expired"
 	// ReasonCommitmentUnresolved (False): an entry lacks the facts to price anything (a
-	// Savings Plan without type, a percent share without its commitment); it is left out.
+	// Savings Plan without type, a percent share without its commitment), or names an id
+	// that neither the Baseline nor the signals' commitments.json has facts for; it is left
+	// out.
 	ReasonCommitmentUnresolved = "Unresolved"
+	// ReasonCommitmentExportInvalid (False): an entry takes its facts from the signals
+	// ConfigMap's commitments.json, which cannot be read; it is left out, and the entries
+	// the Baseline prices alone keep pricing.
+	ReasonCommitmentExportInvalid = "ExportInvalid"
 )
 
 // Reasons for the BudgetExceeded condition (and its events).

@@ -508,6 +508,57 @@ var _ = DescribeTable("rejects an invalid Baseline, naming the field",
 		"spec.commitments.allocations", "allocations: percents add up to more than 100"),
 )
 
+// An entry naming only its id and share takes its facts from the signals' commitments.json
+// (docs/commitments.md): the API server admits it, and still refuses a bad figure in it.
+var _ = DescribeTable("Baseline commitments naming only id and share",
+	func(mutate func(*v1alpha1.Baseline), field, message string) {
+		b := validBaseline()
+		b.Spec.Commitments = &v1alpha1.Commitments{}
+		mutate(b)
+		err := dryRunCreate(b)
+		if field == "" {
+			Expect(err).NotTo(HaveOccurred())
+			return
+		}
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring(field))
+		Expect(err.Error()).To(ContainSubstring(message))
+	},
+	Entry("a Savings Plan with a percent share is admitted", func(b *v1alpha1.Baseline) {
+		b.Spec.Commitments.SavingsPlans = []v1alpha1.SavingsPlan{{ID: "sp-0a1b2c3d", Share: v1alpha1.CommitmentShare{Percent: ptr.To[int32](40)}}}
+	}, "", ""),
+	Entry("a Savings Plan with an hourly share is admitted (no commitment to bound it)", func(b *v1alpha1.Baseline) {
+		b.Spec.Commitments.SavingsPlans = []v1alpha1.SavingsPlan{{ID: "sp-0a1b2c3d", Share: v1alpha1.CommitmentShare{Hourly: "1.20"}}}
+	}, "", ""),
+	Entry("a Reserved Instance is admitted", func(b *v1alpha1.Baseline) {
+		b.Spec.Commitments.ReservedInstances = []v1alpha1.ReservedInstance{{ID: "b847fa93-e282-4f55-b59a-1342fexample", Share: v1alpha1.CommitmentShare{Percent: ptr.To[int32](50)}}}
+	}, "", ""),
+	Entry("one fact given beside them is admitted (the export completes the rest)", func(b *v1alpha1.Baseline) {
+		b.Spec.Commitments.SavingsPlans = []v1alpha1.SavingsPlan{{ID: "sp-0a1b2c3d", Discount: &v1alpha1.Discount{Families: []v1alpha1.FamilyDiscount{{Family: "m7g", Discount: "31%"}}},
+			Share: v1alpha1.CommitmentShare{Percent: ptr.To[int32](40)}}}
+	}, "", ""),
+	Entry("a share of 0% is still refused", func(b *v1alpha1.Baseline) {
+		b.Spec.Commitments.SavingsPlans = []v1alpha1.SavingsPlan{{ID: "sp-0a1b2c3d", Share: v1alpha1.CommitmentShare{Percent: ptr.To[int32](0)}}}
+	}, "spec.commitments.savingsPlans[0].share.percent", "should be greater than or equal to 1"),
+	Entry("no share is still refused", func(b *v1alpha1.Baseline) {
+		b.Spec.Commitments.SavingsPlans = []v1alpha1.SavingsPlan{{ID: "sp-0a1b2c3d"}}
+	}, "spec.commitments.savingsPlans[0].share", "share: exactly one of hourly and percent"),
+	Entry("a Reserved Instance's share in dollars is still refused", func(b *v1alpha1.Baseline) {
+		b.Spec.Commitments.ReservedInstances = []v1alpha1.ReservedInstance{{ID: "ri-1", Share: v1alpha1.CommitmentShare{Hourly: "1.00"}}}
+	}, "spec.commitments.reservedInstances[0].share", "share: a Reserved Instance's share is a percent of its normalized units"),
+	Entry("a family alone (no type) is still refused", func(b *v1alpha1.Baseline) {
+		b.Spec.Commitments.SavingsPlans = []v1alpha1.SavingsPlan{{ID: "sp-0a1b2c3d", Family: "m7g", Share: v1alpha1.CommitmentShare{Percent: ptr.To[int32](40)}}}
+	}, "spec.commitments.savingsPlans[0].family", "family: only an EC2Instance plan has one"),
+	Entry("an end before its start is still refused", func(b *v1alpha1.Baseline) {
+		start := metav1.NewTime(time.Now().Add(-24 * time.Hour).Truncate(time.Second))
+		b.Spec.Commitments.ReservedInstances = []v1alpha1.ReservedInstance{{ID: "ri-1", Start: &start, End: ptr.To(metav1.NewTime(start.Add(-time.Hour))),
+			Share: v1alpha1.CommitmentShare{Percent: ptr.To[int32](50)}}}
+	}, "spec.commitments.reservedInstances[0].end", "end: must be after start"),
+	Entry("a malformed id is still refused", func(b *v1alpha1.Baseline) {
+		b.Spec.Commitments.SavingsPlans = []v1alpha1.SavingsPlan{{ID: "SP_1", Share: v1alpha1.CommitmentShare{Percent: ptr.To[int32](40)}}}
+	}, "spec.commitments.savingsPlans[0].id", "should match"),
+)
+
 var _ = Describe("Commitments", func() {
 	// The API server enforces a new policy a moment after it is created, and awaiting it
 	// at start would cost every suite: each refusal is awaited here instead.

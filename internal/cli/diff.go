@@ -26,6 +26,7 @@ import (
 	"github.com/poolsmith/poolsmith/internal/operator"
 	"github.com/poolsmith/poolsmith/internal/plan"
 	"github.com/poolsmith/poolsmith/internal/render"
+	"github.com/poolsmith/poolsmith/internal/signals"
 	"github.com/poolsmith/poolsmith/internal/validate"
 )
 
@@ -87,11 +88,18 @@ func runDiff(c *cobra.Command, flags *diffFlags) error {
 	if err := flags.headroom.apply(&headroom); err != nil {
 		return err
 	}
-	in, err := loadInput(flags.files, c.InOrStdin(), c.ErrOrStderr(), nil)
+	// Entries without facts are left to the render, which resolves them with the cluster's
+	// export as the manager does.
+	in, err := loadInput(flags.files, c.InOrStdin(), c.ErrOrStderr(), nil, commitment.Export{}, true)
 	if err != nil {
 		return err
 	}
-	cl, ctx, cat, err := liveCatalog(c, flags.kubeconfig, types.NamespacedName{Namespace: ns, Name: name}, flags.region, flags.signalsMaxAge)
+	signalsCM := types.NamespacedName{Namespace: ns, Name: name}
+	cl, ctx, cat, err := liveCatalog(c, flags.kubeconfig, signalsCM, flags.region, flags.signalsMaxAge)
+	if err != nil {
+		return err
+	}
+	export, err := observe.ReadExport(ctx, &signals.Provider{ConfigMap: signalsCM, Region: flags.region}, cl)
 	if err != nil {
 		return err
 	}
@@ -103,7 +111,7 @@ func runDiff(c *cobra.Command, flags *diffFlags) error {
 	// status.commitments (read below) and its NodeClaims, and its part of the share from the
 	// Baseline's classes, the input's in place of the cluster's.
 	source := observe.Source{Baselines: in.baselines, Reader: inputClasses{lenientReader{cl}, in.classes},
-		Options:  render.Options{Region: flags.region, Catalog: cat, Capabilities: caps},
+		Options:  render.Options{Region: flags.region, Catalog: cat, Capabilities: caps, Commitments: render.CommitmentOptions{Export: export}},
 		Tracking: &observe.Tracking{Now: time.Now(), Dwell: flags.openDwell}}
 	if caps.HeadroomOn() {
 		// A percentage is of the same live requests the manager reads.

@@ -29,7 +29,9 @@ class, else its Baseline's guardrails.ceilings (baseline:guardrail). Then, when 
 Baseline declares commitments, a commitments section: the class's
 spec.weighting.commitments, and each commitment (commitments[ID]) with its share and
 state: offline, no nodes are known, so every commitment is Open; an expired one is
-refused. A rung a commitment ranked names it in its spec.weight origin.
+refused. Then each of its facts (commitments[ID].FIELD) with its origin: the Baseline
+(baseline), or the --signals or --commitments-file export (signals:commitments
+EXPORTED-AT). A rung a commitment ranked names it in its spec.weight origin.
 With -o json these are more entries of the same list. --object WorkloadClass/NAME (or
 NAME) selects a class's section.`,
 		Example: `  poolsmith explain -f config/samples/ --object NodePool/ci-spot-amd64

@@ -47,8 +47,11 @@ type inputError []string
 func (e inputError) Error() string { return strings.Join(e, "\n") }
 
 // loadInput reads and strictly decodes Poolsmith objects. Objects of the extra kinds are
-// kept in others; any other kind is skipped with a warning on stderr.
-func loadInput(paths []string, stdin io.Reader, stderr io.Writer, extra map[string]bool) (*input, error) {
+// kept in others; any other kind is skipped with a warning on stderr. A Baseline's
+// commitments resolve with export (the signals' commitments.json); with keepUnresolved an
+// entry without facts is left to the render, which leaves it out as the manager does (lint
+// reports it, diff shows what the manager writes), else it is refused.
+func loadInput(paths []string, stdin io.Reader, stderr io.Writer, extra map[string]bool, export commitment.Export, keepUnresolved bool) (*input, error) {
 	if len(paths) == 0 {
 		return nil, usageError{fmt.Errorf("no input: give -f PATH (a file, a directory or - for stdin)")}
 	}
@@ -95,11 +98,16 @@ func loadInput(paths []string, stdin io.Reader, stderr io.Writer, extra map[stri
 			}
 			// What admission cannot judge (CEL has no clock) and the manager would leave out:
 			// an expired commitment, or one without the facts to price anything.
-			_, problems := commitment.Resolve(b.Spec.Commitments, time.Now())
+			_, problems := commitment.Resolve(b.Spec.Commitments, export, time.Now())
+			refused := false
 			for _, p := range problems {
+				if keepUnresolved && p.Reason != commitment.ReasonExpired {
+					continue
+				}
 				errs = append(errs, fmt.Sprintf("%s: %s", o.Where(), p.Message))
+				refused = true
 			}
-			if len(problems) > 0 {
+			if refused {
 				continue
 			}
 			in.baselines[b.Name] = b

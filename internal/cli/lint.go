@@ -29,7 +29,10 @@ naming a namespace whose default is another class; and open capacity reservation
 class's on-demand rungs could use but leave unused because the class has no reserved
 rung (Karpenter launches them with CapacityReservationPreference: none): those its
 Baseline selects with instanceMatchCriteria: open, and, with --capacity-reservations,
-the open ones with room that aws ec2 describe-capacity-reservations printed. Each finding is an
+the open ones with room that aws ec2 describe-capacity-reservations printed; a Baseline's
+commitment entry with no facts in the Baseline or the signals' commitments.json
+(commitment-unresolved, an error), and an export older than 30 days
+(commitments-export-old). Each finding is an
 error, a warning or a note (info), one a line. Exits 1 when there is an error.`,
 		Example: `  poolsmith lint -f config/samples/
   poolsmith lint -f classes/ -o json
@@ -38,6 +41,8 @@ error, a warning or a note (info), one a line. Exits 1 when there is an error.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			flags.extraKinds = map[string]bool{"Namespace": true}
+			// An entry without facts is a finding (commitment-unresolved), not a refusal.
+			flags.keepUnresolved = true
 			in, err := flags.load(c, "", "text", "json")
 			if err != nil {
 				return err

@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/catalog"
+	"github.com/poolsmith/poolsmith/internal/commitment"
 	"github.com/poolsmith/poolsmith/internal/manifest"
 	"github.com/poolsmith/poolsmith/internal/operator"
 	"github.com/poolsmith/poolsmith/internal/render"
@@ -29,6 +31,12 @@ type inputFlags struct {
 	signalsMaxAge time.Duration
 	// extraKinds are kinds besides Baseline and WorkloadClass the command reads.
 	extraKinds map[string]bool
+	// commitments is --commitments: a bare commitments.json, instead of the --signals
+	// ConfigMap's.
+	commitments string
+	// keepUnresolved renders a Baseline whose commitment entries lack facts, leaving them
+	// out (lint reports them) instead of refusing it.
+	keepUnresolved bool
 	// headroom is the manager's --headroom and --headroom-namespace, for the commands that
 	// register them (off for the others).
 	headroom headroomFlags
@@ -39,6 +47,13 @@ func (f *inputFlags) register(c *cobra.Command, outputs string) {
 	c.Flags().StringVar(&f.region, "region", catalog.DefaultRegion, "AWS region whose prices and spot signals cost weights use")
 	c.Flags().StringVar(&f.signals, "signals", "", "spot signals to price with: the signals ConfigMap (YAML) or the Spot Instance Advisor feed (spot-advisor-data.json)")
 	c.Flags().DurationVar(&f.signalsMaxAge, "signals-max-age", operator.DefaultSignalsMaxAge, "as the manager's --signals-max-age: a --signals ConfigMap fetched longer ago (or undated, or dated more than 5m ahead) is Stale, and the embedded catalog prices instead")
+	f.registerCommitments(c)
+}
+
+// registerCommitments registers --commitments FILE, the export the Baselines' commitments
+// take the facts they leave out from.
+func (f *inputFlags) registerCommitments(c *cobra.Command) {
+	c.Flags().StringVar(&f.commitments, "commitments-file", "", "a `FILE` holding the signals' commitments.json as poolsmith signals commitments writes it (bare, or in the signals ConfigMap): the facts a Baseline's commitment entries leave out, by id; default: the --signals ConfigMap's key, if any")
 }
 
 // registerInput registers -f and -o only.
@@ -64,6 +79,9 @@ func (f *inputFlags) options(stderr io.Writer) (render.Options, error) {
 		// The schedule is read now, as the manager reads it.
 		opts.Headroom.Now = time.Now()
 	}
+	if opts.Commitments.Export, err = f.export(cat); err != nil {
+		return opts, err
+	}
 	if f.signals == "" {
 		return opts, nil
 	}
@@ -73,6 +91,10 @@ func (f *inputFlags) options(stderr io.Writer) (render.Options, error) {
 	data, err := manifest.ReadFile(f.signals)
 	if err != nil {
 		return opts, inputError{fmt.Sprintf("--signals: %v", err)}
+	}
+	if cm := signalsConfigMap(data); cm != nil && cm.Data[signals.AdvisorKey] == "" && cm.Data[signals.CommitmentsKey] != "" {
+		// What `signals commitments --dry-run` prints: the export, no spot signals.
+		return opts, nil
 	}
 	s, err := signals.FromFile(data, f.signals, f.region)
 	if err != nil {
@@ -93,18 +115,56 @@ func (f *inputFlags) options(stderr io.Writer) (render.Options, error) {
 	return opts, nil
 }
 
+// export is the commitments.json the Baselines' entries take their facts from:
+// --commitments-file, else the --signals ConfigMap's key (none in a bare advisor feed). An
+// export that cannot be read is refused, naming the file and the field: offline there is
+// nothing to keep running.
+func (f *inputFlags) export(cat *catalog.Catalog) (commitment.Export, error) {
+	flag, file := "--commitments-file", f.commitments
+	if file == "" {
+		flag, file = "--signals", f.signals
+	}
+	if file == "" {
+		return commitment.Export{}, nil
+	}
+	data, err := manifest.ReadFile(file)
+	if err != nil {
+		return commitment.Export{}, inputError{fmt.Sprintf("%s: %v", flag, err)}
+	}
+	if flag == "--signals" && signalsConfigMap(data) == nil {
+		return commitment.Export{}, nil
+	}
+	facts, err := signals.CommitmentsFromFile(data, file, cat)
+	if err != nil {
+		return commitment.Export{}, inputError{fmt.Sprintf("%s: %v", flag, err)}
+	}
+	return commitment.Export{Facts: facts}, nil
+}
+
+// signalsConfigMap is the ConfigMap a --signals file holds, nil when it holds a bare feed
+// (or is not a ConfigMap FromFile would read).
+func signalsConfigMap(data []byte) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{}
+	if err := yaml.Unmarshal(data, cm); err != nil || cm.Kind != "ConfigMap" {
+		return nil
+	}
+	return cm
+}
+
 // load checks -o against the allowed formats and reads the input.
 func (f *inputFlags) load(c *cobra.Command, allowed ...string) (*input, error) {
 	if !slices.Contains(allowed, f.output) {
 		return nil, usageError{fmt.Errorf("unknown output format %q (allowed: %v)", f.output, allowed[1:])}
 	}
-	in, err := loadInput(f.files, c.InOrStdin(), c.ErrOrStderr(), f.extraKinds)
+	opts, err := f.options(c.ErrOrStderr())
 	if err != nil {
 		return nil, err
 	}
-	if in.opts, err = f.options(c.ErrOrStderr()); err != nil {
+	in, err := loadInput(f.files, c.InOrStdin(), c.ErrOrStderr(), f.extraKinds, opts.Commitments.Export, f.keepUnresolved)
+	if err != nil {
 		return nil, err
 	}
+	in.opts = opts
 	return in, nil
 }
 

@@ -8,7 +8,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1alpha1 "github.com/poolsmith/poolsmith/api/v1alpha1"
 	"github.com/poolsmith/poolsmith/internal/catalog"
 )
 
@@ -51,122 +50,22 @@ type Commitment struct {
 	InstanceType    string
 	Zone            string // a zonal RI: only its type in its zone
 	EffectiveHourly float64
-	End             *time.Time
+	// EffectiveHourlyOrigin is where EffectiveHourly came from: baseline:effectiveHourly,
+	// or the export's origin.
+	EffectiveHourlyOrigin string
+	End                   *time.Time
+	// Rates are a Savings Plan's exported effective hourly rates by instance type, valid in
+	// RatesRegion, from RatesOrigin (signals:commitments <exportedAt>).
+	Rates                    map[string]float64
+	RatesRegion, RatesOrigin string
+	// Facts are the facts the entry was resolved from, each with its origin (the Baseline
+	// or the export), for explain.
+	Facts []Fact
 }
 
-// Problem is an entry Resolve left out, and why, naming the field.
-type Problem struct {
-	ID, Field, Reason, Message string
-}
-
-// Reasons a commitment is left out.
-const (
-	ReasonExpired    = "Expired"
-	ReasonUnresolved = "Unresolved"
-)
-
-// Resolve reads spec into commitments. An entry whose end is not after now, or that lacks
-// the facts to price anything (a Savings Plan without a type, or a share in percent
-// without its commitment; a Reserved Instance without a type or count), is left out and
-// reported: commitments never stall a class. The API server has already refused
-// malformed figures; one that still fails to parse is reported the same way.
-func Resolve(spec *v1alpha1.Commitments, now time.Time) ([]Commitment, []Problem) {
-	if spec == nil {
-		return nil, nil
-	}
-	var out []Commitment
-	var problems []Problem
-	leaveOut := func(id, field, reason, format string, args ...any) {
-		problems = append(problems, Problem{ID: id, Field: field, Reason: reason, Message: field + ": " + fmt.Sprintf(format, args...)})
-	}
-	for i, sp := range spec.SavingsPlans {
-		field := fmt.Sprintf("spec.commitments.savingsPlans[%d]", i)
-		if sp.End != nil && !sp.End.After(now) {
-			leaveOut(sp.ID, field+".end", ReasonExpired, "%s is past", sp.End.UTC().Format(time.RFC3339))
-			continue
-		}
-		c := Commitment{ID: sp.ID, Field: field, Family: sp.Family, Region: sp.Region, End: timeOf(sp.End)}
-		switch sp.Type {
-		case v1alpha1.SavingsPlanCompute:
-			c.Kind = ComputeSavingsPlan
-		case v1alpha1.SavingsPlanEC2Instance:
-			c.Kind = EC2InstanceSavingsPlan
-		default:
-			leaveOut(sp.ID, field+".type", ReasonUnresolved, "Savings Plan %s has no type (Compute or EC2Instance)", sp.ID)
-			continue
-		}
-		share, err := spShare(sp)
-		if err != nil {
-			leaveOut(sp.ID, field+".share", ReasonUnresolved, "%v", err)
-			continue
-		}
-		c.Share = share
-		if sp.Discount != nil {
-			if sp.Discount.Default != "" {
-				d, err := Percent(sp.Discount.Default)
-				if err != nil {
-					leaveOut(sp.ID, field+".discount.default", ReasonUnresolved, "%v", err)
-					continue
-				}
-				c.DefaultDiscount = &d
-			}
-			for j, fd := range sp.Discount.Families {
-				d, err := Percent(fd.Discount)
-				if err != nil {
-					leaveOut(sp.ID, fmt.Sprintf("%s.discount.families[%d].discount", field, j), ReasonUnresolved, "%v", err)
-					continue
-				}
-				if c.Discounts == nil {
-					c.Discounts = map[string]float64{}
-				}
-				c.Discounts[fd.Family] = d
-			}
-		}
-		out = append(out, c)
-	}
-	for i, ri := range spec.ReservedInstances {
-		field := fmt.Sprintf("spec.commitments.reservedInstances[%d]", i)
-		if ri.End != nil && !ri.End.After(now) {
-			leaveOut(ri.ID, field+".end", ReasonExpired, "%s is past", ri.End.UTC().Format(time.RFC3339))
-			continue
-		}
-		if ri.InstanceType == "" || ri.Count == nil || ri.Share.Percent == nil {
-			leaveOut(ri.ID, field, ReasonUnresolved, "Reserved Instance %s needs instanceType, count and share.percent", ri.ID)
-			continue
-		}
-		c := Commitment{ID: ri.ID, Kind: ReservedInstance, Field: field, InstanceType: ri.InstanceType, End: timeOf(ri.End)}
-		if ri.Scope == v1alpha1.RIScopeZone {
-			c.Zone = ri.Zone
-		}
-		if ri.EffectiveHourly != "" {
-			v, err := Dollars(ri.EffectiveHourly)
-			if err != nil {
-				leaveOut(ri.ID, field+".effectiveHourly", ReasonUnresolved, "%v", err)
-				continue
-			}
-			c.EffectiveHourly = v
-		}
-		c.Share = float64(*ri.Count) * NormalizationFactor(ri.InstanceType) * float64(*ri.Share.Percent) / 100
-		out = append(out, c)
-	}
-	return out, problems
-}
-
-func spShare(sp v1alpha1.SavingsPlan) (float64, error) {
-	if sp.Share.Hourly != "" {
-		return Dollars(sp.Share.Hourly)
-	}
-	if sp.Share.Percent == nil {
-		return 0, fmt.Errorf("share: exactly one of hourly and percent")
-	}
-	if sp.Commitment == "" {
-		return 0, fmt.Errorf("share.percent needs the plan's commitment (spec.commitments.savingsPlans[].commitment)")
-	}
-	c, err := Dollars(sp.Commitment)
-	if err != nil {
-		return 0, err
-	}
-	return c * float64(*sp.Share.Percent) / 100, nil
+// Fact is one resolved fact of a commitment and the layer that gave it.
+type Fact struct {
+	Name, Value, Origin string
 }
 
 func timeOf(t *metav1.Time) *time.Time {
@@ -258,9 +157,10 @@ func Covering(cs []Commitment, t *catalog.InstanceType, onDemand float64, region
 // Rate is the effective hourly of one instance of the type under c (what it draws from
 // the commitment), with where the figure came from; ok is false when c does not cover the
 // type or gives no figure for it. A Savings Plan's rate is on-demand x (1 - discount), the
-// family's discount before the default; a Reserved Instance's is its effectiveHourly
+// family's discount before the exported rate, before the default; a Reserved Instance's is its effectiveHourly
 // scaled by the normalization factors, else the type's on-demand x (1 - 0.40), a
-// typical one-year discount.
+// typical one-year discount. A Savings Plan's exported rate for the type stands between
+// the family's discount and the default.
 func (c Commitment) Rate(t *catalog.InstanceType, onDemand float64, region, zone string) (usd float64, source string, ok bool) {
 	if !c.Covers(t, region, zone) || onDemand <= 0 {
 		return 0, "", false
@@ -268,12 +168,17 @@ func (c Commitment) Rate(t *catalog.InstanceType, onDemand float64, region, zone
 	if c.Kind == ReservedInstance {
 		nf := NormalizationFactor(t.Name) / NormalizationFactor(c.InstanceType)
 		if c.EffectiveHourly > 0 {
-			return c.EffectiveHourly * nf, "baseline:effectiveHourly", true
+			return c.EffectiveHourly * nf, c.EffectiveHourlyOrigin, true
 		}
 		return onDemand * (1 - DefaultRIDiscount), "computed:on-demand x 0.60", true
 	}
+	// A family the Baseline names beats AWS's rate, which beats a blanket discount
+	// (docs/design/commitments.md §3).
 	if d, ok := c.Discounts[t.Family]; ok {
 		return onDemand * (1 - d), "baseline:discount.families", true
+	}
+	if r, ok := c.Rates[t.Name]; ok && (c.RatesRegion == "" || c.RatesRegion == region) {
+		return r, c.RatesOrigin, true
 	}
 	if c.DefaultDiscount != nil {
 		return onDemand * (1 - *c.DefaultDiscount), "baseline:discount.default", true

@@ -48,7 +48,7 @@ func types(t *testing.T) (*catalog.Catalog, func(string) commitment.Node) {
 // The worked example's figures: S = $1.20/h, E_api = $0.60/h, m7g.xlarge at $0.112608/h.
 func TestWorkedExampleRateShareAndEntitlement(t *testing.T) {
 	cat, _ := types(t)
-	cs, problems := commitment.Resolve(workedExample(), now)
+	cs, problems := commitment.Resolve(workedExample(), commitment.Export{}, now)
 	if len(cs) != 1 || len(problems) != 0 {
 		t.Fatalf("resolved %v, problems %v", cs, problems)
 	}
@@ -76,7 +76,7 @@ func TestWorkedExampleRateShareAndEntitlement(t *testing.T) {
 // §5's one-node-at-a-time table, row by row: used, room, ratio and state after each node.
 func TestWorkedExampleOneNodeAtATime(t *testing.T) {
 	_, node := types(t)
-	cs, _ := commitment.Resolve(workedExample(), now)
+	cs, _ := commitment.Resolve(workedExample(), commitment.Export{}, now)
 	sp := cs[0]
 	ent := map[string]float64{sp.ID: 0.60}
 	const perNode = 0.112608
@@ -141,7 +141,7 @@ func TestWorkedExampleOneNodeAtATime(t *testing.T) {
 // One batch of 6 (what simulate shows): the 6th node is covered for 32.8 % of its hour.
 func TestWorkedExampleBatchOvershoot(t *testing.T) {
 	_, node := types(t)
-	cs, _ := commitment.Resolve(workedExample(), now)
+	cs, _ := commitment.Resolve(workedExample(), commitment.Export{}, now)
 	var nodes []commitment.Node
 	for i := range 6 {
 		nodes = append(nodes, node(fmt.Sprintf("n%d m7g.xlarge on-demand", i)))
@@ -169,7 +169,7 @@ func TestAllocateInAWSOrder(t *testing.T) {
 		ReservedInstances: []v1alpha1.ReservedInstance{{ID: "ri", InstanceType: "m7g.large", Count: ptr.To[int32](2), EffectiveHourly: "0.0646",
 			Share: v1alpha1.CommitmentShare{Percent: ptr.To[int32](100)}}},
 	}
-	cs, problems := commitment.Resolve(spec, now)
+	cs, problems := commitment.Resolve(spec, commitment.Export{}, now)
 	if len(problems) != 0 {
 		t.Fatal(problems)
 	}
@@ -263,18 +263,20 @@ func TestResolveLeavesOutWhatCannotPrice(t *testing.T) {
 		SavingsPlans: []v1alpha1.SavingsPlan{
 			{ID: "old", Type: v1alpha1.SavingsPlanCompute, End: &past, Share: v1alpha1.CommitmentShare{Hourly: "1"}},
 			{ID: "bare", Share: v1alpha1.CommitmentShare{Percent: ptr.To[int32](10)}},
+			{ID: "notype", Commitment: "2.00", Share: v1alpha1.CommitmentShare{Percent: ptr.To[int32](10)}},
 			{ID: "nocommit", Type: v1alpha1.SavingsPlanCompute, Share: v1alpha1.CommitmentShare{Percent: ptr.To[int32](10)}},
 		},
-		ReservedInstances: []v1alpha1.ReservedInstance{{ID: "ri", Share: v1alpha1.CommitmentShare{Percent: ptr.To[int32](10)}}},
+		ReservedInstances: []v1alpha1.ReservedInstance{{ID: "ri", InstanceType: "m7g.large", Share: v1alpha1.CommitmentShare{Percent: ptr.To[int32](10)}}},
 	}
-	cs, problems := commitment.Resolve(spec, now)
+	cs, problems := commitment.Resolve(spec, commitment.Export{}, now)
 	if len(cs) != 0 {
 		t.Errorf("resolved %v", cs)
 	}
 	want := []string{
 		"spec.commitments.savingsPlans[0].end: 2026-12-02T09:00:00Z is past",
-		"spec.commitments.savingsPlans[1].type: Savings Plan bare has no type (Compute or EC2Instance)",
-		"spec.commitments.savingsPlans[2].share: share.percent needs the plan's commitment",
+		"spec.commitments.savingsPlans[1].id: bare has no facts in the Baseline or the signals' commitments.json",
+		"spec.commitments.savingsPlans[2].type: Savings Plan notype has no type (Compute or EC2Instance)",
+		"spec.commitments.savingsPlans[3].share: share.percent needs the plan's commitment",
 		"spec.commitments.reservedInstances[0]: Reserved Instance ri needs instanceType, count and share.percent",
 	}
 	if len(problems) != len(want) {
@@ -308,7 +310,7 @@ func TestMoneyAndPercent(t *testing.T) {
 // $0.709635/h; with five, $0.036960/h of the entitlement is paid and unused.
 func TestEffectiveAndUnused(t *testing.T) {
 	cat, node := types(t)
-	cs, _ := commitment.Resolve(workedExample(), now)
+	cs, _ := commitment.Resolve(workedExample(), commitment.Export{}, now)
 	ent := map[string]float64{cs[0].ID: 0.60}
 	var nodes []commitment.Node
 	for i := range 6 {

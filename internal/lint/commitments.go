@@ -20,8 +20,22 @@ const (
 	CheckCommitmentDiverseRung = "commitment-diverse-rung"
 )
 
+// Checks of the signals' commitments.json (docs/commitments.md, From the AWS CLI).
+const (
+	// CheckCommitmentUnresolved: an entry of the Baseline has no facts to price with, in
+	// the Baseline or the export (or the export cannot be read); the manager leaves it out.
+	CheckCommitmentUnresolved = "commitment-unresolved"
+	// CheckCommitmentsExportOld: the export is older than exportHorizon, so commitments
+	// bought since are missing from it.
+	CheckCommitmentsExportOld = "commitments-export-old"
+)
+
 // expiryHorizon is how soon a commitment's end makes lint warn.
 const expiryHorizon = 30 * 24 * time.Hour
+
+// exportHorizon is how old an export may be before lint warns: a plan's facts do not
+// drift, but purchases made since are missing.
+const exportHorizon = 30 * 24 * time.Hour
 
 // Commitments warns, once per Baseline, about each commitment that ends within 30 days of
 // opts.Commitments.Now (or the wall clock), and, per class that uses commitments, about
@@ -36,6 +50,11 @@ func Commitments(classes []Class, opts render.Options) []Finding {
 	}
 	cat, region := priced(opts)
 	var findings []Finding
+	if f := opts.Commitments.Export.Facts; f != nil && now.Sub(f.ExportedAt) > exportHorizon {
+		findings = append(findings, Finding{Severity: Warning, Object: "commitments.json", Check: CheckCommitmentsExportOld,
+			Message: fmt.Sprintf("exported %s, %d days ago: Savings Plans and Reserved Instances bought since are missing; run poolsmith signals commitments again",
+				f.ExportedAt.UTC().Format(time.RFC3339), int(now.Sub(f.ExportedAt).Hours()/24))})
+	}
 	seen := map[string]bool{}
 	for _, c := range classes {
 		if c.Err != nil || c.Result == nil {
@@ -44,6 +63,12 @@ func Commitments(classes []Class, opts render.Options) []Finding {
 		settings := c.Result.Settings.Commitments
 		if c.Baseline != nil && !seen[c.Baseline.Name] {
 			seen[c.Baseline.Name] = true
+			for _, p := range settings.LeftOut {
+				if p.Reason == commitment.ReasonUnresolved || p.Reason == commitment.ReasonExportInvalid {
+					findings = append(findings, Finding{Severity: Error, Object: "Baseline/" + c.Baseline.Name, Check: CheckCommitmentUnresolved,
+						Message: p.Message + ": it prices nothing (the manager leaves it out); name an id the export has, run poolsmith signals commitments, or set its facts in the Baseline"})
+				}
+			}
 			for _, d := range settings.Declared {
 				if d.End != nil && d.End.Sub(now) < expiryHorizon {
 					findings = append(findings, Finding{Severity: Warning, Object: "Baseline/" + c.Baseline.Name, Check: CheckCommitmentExpiresSoon,

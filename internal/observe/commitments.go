@@ -14,6 +14,7 @@ import (
 	"github.com/poolsmith/poolsmith/internal/commitment"
 	"github.com/poolsmith/poolsmith/internal/cost"
 	"github.com/poolsmith/poolsmith/internal/render"
+	"github.com/poolsmith/poolsmith/internal/signals"
 )
 
 // Tracking asks Assemble to track a class's commitments as the manager does: its
@@ -76,7 +77,7 @@ func (s Source) coverage(ctx context.Context, in *Inputs, cat *catalog.Catalog) 
 	}
 	wc, b := in.Class, in.Baseline
 	cov := &Coverage{Previous: StatesOf(wc.Status.Commitments), States: map[string]commitment.State{}, Entitlements: map[string]float64{}}
-	cov.Declared, cov.LeftOut = commitment.Resolve(b.Spec.Commitments, t.Now)
+	cov.Declared, cov.LeftOut = commitment.Resolve(b.Spec.Commitments, in.Options.Commitments.Export, t.Now)
 	cov.Ignore = wc.Spec.Weighting != nil && wc.Spec.Weighting.Commitments == v1alpha1.CommitmentsIgnore
 	in.Coverage = cov
 	if cat == nil {
@@ -102,7 +103,7 @@ func (s Source) coverage(ctx context.Context, in *Inputs, cat *catalog.Catalog) 
 		return err
 	}
 	cov.Ledger = commitment.Allocate(cov.Nodes, cov.Declared, region, cov.Entitlements)
-	in.Options.Commitments = render.CommitmentOptions{Now: t.Now, Entitlements: cov.Entitlements, States: map[string]commitment.State{}}
+	in.Options.Commitments = render.CommitmentOptions{Now: t.Now, Entitlements: cov.Entitlements, States: map[string]commitment.State{}, Export: in.Options.Commitments.Export}
 	in.Options.Catalog, in.Options.Region = cat, region
 	if cov.Ignore || t.LedgerOnly {
 		return nil
@@ -214,4 +215,20 @@ func (c *Coverage) CostInput(in cost.Input) cost.Input {
 	in.Coverage = &c.Ledger
 	in.UnusedEntitlement = c.Ledger.Unused(c.Declared, c.Entitlements, in.Catalog, in.Region)
 	return in
+}
+
+// Exports reads the signals ConfigMap's commitments.json; *signals.Provider does.
+type Exports interface {
+	Commitments(ctx context.Context, c client.Reader) (*signals.CommitmentFacts, error, error)
+}
+
+// ReadExport reads the export as Resolve takes it: an export that cannot be read is
+// carried in Export.Err (the entries that need it are left out, nothing stalls); only a
+// failure to read the ConfigMap is an error.
+func ReadExport(ctx context.Context, e Exports, c client.Reader) (commitment.Export, error) {
+	facts, invalid, err := e.Commitments(ctx, c)
+	if err != nil {
+		return commitment.Export{}, err
+	}
+	return commitment.Export{Facts: facts, Err: invalid}, nil
 }

@@ -32,6 +32,10 @@ type Source struct {
 	// Pricing, when set, prices the catalog from the spot signals; without it
 	// Options.Catalog is used as given (the CLI's --signals file, or the one diff read).
 	Pricing Pricing
+	// Exports, when set, reads the signals ConfigMap's commitments.json into
+	// Options.Commitments.Export for a Baseline that declares commitments; without it the
+	// export is as Options say (the CLI's --signals or --commitments-file).
+	Exports Exports
 	// Options are the rest of what the cluster knows: region, usage, capabilities.
 	Options render.Options
 	// Usage, when set, reads the class's live requests for a headroom sized by percentage
@@ -99,6 +103,15 @@ func (s Source) Assemble(ctx context.Context, wc *v1alpha1.WorkloadClass) (Input
 			return in, err
 		}
 		in.Options.Catalog, in.Freshness = cat, fresh
+	}
+	// The commitments' facts a Baseline leaves out come from the signals ConfigMap's
+	// commitments.json, read where the spot signals are.
+	if s.Exports != nil && in.Baseline.Spec.Commitments != nil && s.Reader != nil {
+		export, err := ReadExport(ctx, s.Exports, s.Reader)
+		if err != nil {
+			return in, err
+		}
+		in.Options.Commitments.Export = export
 	}
 	if s.Tracking != nil && in.Baseline.Spec.Commitments != nil && s.Reader != nil {
 		if err := s.coverage(ctx, &in, in.Options.Catalog); err != nil {

@@ -29,6 +29,10 @@ type CommitmentOptions struct {
 	// Entitlements are the class's part of each commitment by id ($/h of a Savings Plan,
 	// normalized units of a Reserved Instance), for the reasons; unknown when absent.
 	Entitlements map[string]float64
+	// Export is the signals' commitments.json, read by the caller (the CLI's --signals or
+	// --commitments, the manager's signals ConfigMap): the facts an entry of the Baseline
+	// leaves out, by id. The zero Export is none.
+	Export commitment.Export
 }
 
 // Commitments are the Baseline's commitments as they apply to one class.
@@ -72,7 +76,7 @@ func resolveCommitments(in Inputs, add func(path, value string, origin Origin)) 
 	if now.IsZero() {
 		now = time.Now()
 	}
-	s.Declared, s.LeftOut = commitment.Resolve(in.Baseline.Spec.Commitments, now)
+	s.Declared, s.LeftOut = commitment.Resolve(in.Baseline.Spec.Commitments, in.Options.Commitments.Export, now)
 	sortAWS(s.Declared)
 	for _, c := range s.Declared {
 		state, known := in.Options.Commitments.States[c.ID]
@@ -95,6 +99,10 @@ func resolveCommitments(in Inputs, add func(path, value string, origin Origin)) 
 			value += ", entitlement " + amount(c, e)
 		}
 		add("commitments["+c.ID+"]", value, origin)
+		// Each fact with the layer that gave it: the Baseline, or the signals' export.
+		for _, f := range c.Facts {
+			add("commitments["+c.ID+"]."+f.Name, f.Value, Origin(f.Origin))
+		}
 		if s.Use != v1alpha1.CommitmentsIgnore && ((!known && in.Options.Commitments.Offline) || state.Open) {
 			s.Open = append(s.Open, c)
 		}
@@ -134,7 +142,11 @@ func commitmentKey(open []commitment.Commitment) string {
 	}
 	h := sha256.New()
 	for _, c := range open {
-		fmt.Fprintf(h, "%s\x00%d\x00%s\x00%s\x00%s\x00%s\x00%g\x00", c.ID, c.Kind, c.Family, c.Region, c.InstanceType, c.Zone, c.EffectiveHourly)
+		fmt.Fprintf(h, "%s\x00%d\x00%s\x00%s\x00%s\x00%s\x00%g\x00%s\x00%s\x00", c.ID, c.Kind, c.Family, c.Region, c.InstanceType, c.Zone, c.EffectiveHourly, c.EffectiveHourlyOrigin, c.RatesRegion)
+		fmt.Fprintf(h, "rates %s\x00", c.RatesOrigin)
+		for _, t := range sortedKeys(c.Rates) {
+			fmt.Fprintf(h, "%s %g\x00", t, c.Rates[t])
+		}
 		if c.DefaultDiscount != nil {
 			fmt.Fprintf(h, "default %g\x00", *c.DefaultDiscount)
 		}

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
 	"github.com/poolsmith/poolsmith/internal/catalog"
 )
 
@@ -355,4 +358,130 @@ func errSuffix(err error) string {
 		return ""
 	}
 	return ": " + err.Error()
+}
+
+// ParseCommitmentFacts reads a commitments.json document (what ReadCommitments wrote) and
+// checks every field Poolsmith prices with, as strictly as the Baseline's API does: an
+// error names the entry and the field. A hand-edited or truncated export is refused whole
+// rather than half read.
+func ParseCommitmentFacts(data []byte, cat *catalog.Catalog) (*CommitmentFacts, error) {
+	var doc CommitmentFacts
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("%s: not Poolsmith's commitments document: %w", CommitmentsKey, err)
+	}
+	if doc.ExportedAt.IsZero() {
+		return nil, fmt.Errorf("%s: exportedAt is missing", CommitmentsKey)
+	}
+	seen := map[string]bool{}
+	for i, p := range doc.SavingsPlans {
+		at := fmt.Sprintf("%s: savingsPlans[%d]", CommitmentsKey, i)
+		if !commitmentID.MatchString(p.ID) {
+			return nil, fmt.Errorf("%s.id %q: lowercase letters, digits and dashes, 1 to 64", at, p.ID)
+		}
+		if seen[p.ID] {
+			return nil, fmt.Errorf("%s.id %q is listed twice", at, p.ID)
+		}
+		seen[p.ID] = true
+		at += " (" + p.ID + ")"
+		switch p.Type {
+		case "Compute":
+			if p.Family != "" {
+				return nil, fmt.Errorf("%s.family %q: a Compute plan has none", at, p.Family)
+			}
+		case "EC2Instance":
+			if _, ok := cat.Arch(p.Family); !ok || strings.Contains(p.Family, ".") {
+				return nil, fmt.Errorf("%s.family %q is not an instance family Poolsmith's catalog knows", at, p.Family)
+			}
+		default:
+			return nil, fmt.Errorf("%s.type %q is neither Compute nor EC2Instance", at, p.Type)
+		}
+		if v, err := usd(p.Commitment); err != nil || v == 0 || v > maxCommitment {
+			return nil, fmt.Errorf("%s.commitment %q is not more than 0 and at most %g US dollars per hour", at, p.Commitment, maxCommitment)
+		}
+		if p.Start != nil && p.End != nil && !p.End.After(*p.Start) {
+			return nil, fmt.Errorf("%s.end is not after start", at)
+		}
+		for t, r := range p.Rates {
+			if !typeName.MatchString(t) {
+				return nil, fmt.Errorf("%s.rates %q is not an instance type", at, t)
+			}
+			if v, err := usd(r); err != nil || v == 0 || v > maxCommitment {
+				return nil, fmt.Errorf("%s.rates[%s] %q is not more than 0 and at most %g US dollars per hour", at, t, r, maxCommitment)
+			}
+		}
+	}
+	for i, r := range doc.ReservedInstances {
+		at := fmt.Sprintf("%s: reservedInstances[%d]", CommitmentsKey, i)
+		if !commitmentID.MatchString(r.ID) {
+			return nil, fmt.Errorf("%s.id %q: lowercase letters, digits and dashes, 1 to 64", at, r.ID)
+		}
+		if seen[r.ID] {
+			return nil, fmt.Errorf("%s.id %q is listed twice", at, r.ID)
+		}
+		seen[r.ID] = true
+		at += " (" + r.ID + ")"
+		if _, ok := cat.Types[r.InstanceType]; !ok {
+			return nil, fmt.Errorf("%s.instanceType %q is not an instance type Poolsmith's catalog knows", at, r.InstanceType)
+		}
+		if r.Count < 1 || r.Count > 100000 {
+			return nil, fmt.Errorf("%s.count %d: from 1 to 100000", at, r.Count)
+		}
+		switch r.Scope {
+		case "Region":
+		case "AvailabilityZone":
+			if r.Zone == "" {
+				return nil, fmt.Errorf("%s.zone is missing for a zonal Reserved Instance", at)
+			}
+		default:
+			return nil, fmt.Errorf("%s.scope %q is neither Region nor AvailabilityZone", at, r.Scope)
+		}
+		if v, err := usd(r.EffectiveHourly); err != nil || v > maxCommitment {
+			return nil, fmt.Errorf("%s.effectiveHourly %q is not from 0 to %g US dollars per hour", at, r.EffectiveHourly, maxCommitment)
+		}
+		if r.Start != nil && r.End != nil && !r.End.After(*r.Start) {
+			return nil, fmt.Errorf("%s.end is not after start", at)
+		}
+	}
+	return &doc, nil
+}
+
+// CommitmentsFromConfigMap reads the signals ConfigMap's commitments.json: nil, nil when
+// the key is absent (no export).
+func CommitmentsFromConfigMap(cm *corev1.ConfigMap, cat *catalog.Catalog) (*CommitmentFacts, error) {
+	raw, ok := cm.Data[CommitmentsKey]
+	if !ok {
+		return nil, nil
+	}
+	facts, err := ParseCommitmentFacts([]byte(raw), cat)
+	if err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
+	}
+	return facts, nil
+}
+
+// CommitmentsFromFile reads commitments.json from a file holding the signals ConfigMap
+// (YAML or JSON; nil, nil without the key) or the bare document.
+func CommitmentsFromFile(data []byte, source string, cat *catalog.Catalog) (*CommitmentFacts, error) {
+	var probe map[string]any
+	if err := yaml.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	if probe["kind"] == "ConfigMap" {
+		cm := &corev1.ConfigMap{}
+		if err := yaml.UnmarshalStrict(data, cm); err != nil {
+			return nil, fmt.Errorf("%s: %w", source, err)
+		}
+		facts, err := CommitmentsFromConfigMap(cm, cat)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", source, err)
+		}
+		return facts, nil
+	}
+	facts, err := ParseCommitmentFacts(data, cat)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	return facts, nil
 }

@@ -3,6 +3,7 @@ package signals_test
 import (
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -138,4 +139,69 @@ func TestReadCommitmentsNamesTheFileEntryAndField(t *testing.T) {
 			t.Errorf("error %v, want it to start %q", err, tc.want)
 		}
 	}
+}
+
+// What signals commitments writes reads back whole; an export edited by hand or cut short
+// is refused naming the entry and the field, so nothing is priced from half of it.
+func TestParseCommitmentFacts(t *testing.T) {
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts, err := readCommitments(t, signals.CommitmentExport{
+		SavingsPlans: file(t, "sp.json"), Rates: []signals.NamedFile{*file(t, "rates-sp-0a1b2c3d.json")}, ReservedInstances: file(t, "ri.json"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := signals.ParseCommitmentFacts(data, cat)
+	if err != nil {
+		t.Fatalf("reading back what signals commitments wrote: %v", err)
+	}
+	if again, _ := json.Marshal(back); string(again) != string(data) {
+		t.Errorf("read back\n%s\nwant\n%s", again, data)
+	}
+	doc := string(data)
+	for _, tc := range []struct{ name, doc, want string }{
+		{"truncated", doc[:len(doc)/2], "commitments.json: not Poolsmith's commitments document"},
+		{"no exportedAt", strings.Replace(doc, `"exportedAt":"2026-12-02T12:00:00Z",`, "", 1), "commitments.json: exportedAt is missing"},
+		{"a negative commitment", strings.Replace(doc, `"commitment":"3.0"`, `"commitment":"-3"`, 1), `commitments.json: savingsPlans[0] (sp-0a1b2c3d).commitment "-3" is not more than 0`},
+		{"an unknown family", strings.Replace(doc, `"family":"m7g"`, `"family":"m9z"`, 1), `savingsPlans[0] (sp-0a1b2c3d).family "m9z" is not an instance family`},
+		{"a rate of zero", strings.Replace(doc, `"m7g.xlarge":"0.112608"`, `"m7g.xlarge":"0"`, 1), `savingsPlans[0] (sp-0a1b2c3d).rates[m7g.xlarge] "0"`},
+		{"an unknown field", strings.Replace(doc, `"region":"us-east-1",`, `"region":"us-east-1","discount":"31%",`, 1), `unknown field "discount"`},
+	} {
+		if _, err := signals.ParseCommitmentFacts([]byte(tc.doc), cat); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// BenchmarkParseCommitmentFacts reads an export with a Compute plan rated for every type
+// the catalog prices in us-east-1 (docs/commitments.md quotes its size and time).
+func BenchmarkParseCommitmentFacts(b *testing.B) {
+	cat, err := catalog.Load()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rates := map[string]string{}
+	for name, p := range cat.Prices["us-east-1"] {
+		rates[name] = strconv.FormatFloat(p.OnDemand*0.72, 'f', 6, 64)
+	}
+	end := exportedAt.Add(365 * 24 * time.Hour)
+	data, err := json.Marshal(signals.CommitmentFacts{ExportedAt: exportedAt, Region: "us-east-1",
+		SavingsPlans: []signals.SavingsPlanFacts{{ID: "sp-compute", Type: "Compute", Commitment: "100", State: "active", End: &end, Rates: rates}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := signals.ParseCommitmentFacts(data, cat); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(data)), "bytes")
+	b.ReportMetric(float64(len(rates)), "rates")
 }

@@ -33,6 +33,10 @@ type Provider struct {
 	parsed   *Signals
 	overlaid *catalog.Catalog
 	parseErr error
+
+	factsVersion string // resourceVersion of the ConfigMap whose commitments.json was last read
+	facts        *CommitmentFacts
+	factsErr     error
 }
 
 // +kubebuilder:rbac:groups="",namespace=poolsmith-system,resources=configmaps,verbs=list;watch
@@ -86,4 +90,29 @@ func (s *Provider) Clock() time.Time {
 		return s.Now()
 	}
 	return time.Now()
+}
+
+// Commitments reads the signals ConfigMap's commitments.json, once per ConfigMap version:
+// nil facts when the ConfigMap or the key is absent (no export). invalid says why an
+// export present could not be read: the caller leaves out what needed it and stalls
+// nothing; err is a failure to read the ConfigMap at all.
+func (s *Provider) Commitments(ctx context.Context, c client.Reader) (facts *CommitmentFacts, invalid error, err error) {
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, s.ConfigMap, cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil, nil
+		}
+		return nil, nil, fmt.Errorf("getting signals ConfigMap %s: %w", s.ConfigMap, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.factsVersion != cm.ResourceVersion || cm.ResourceVersion == "" {
+		cat, err := catalog.Load()
+		if err != nil {
+			return nil, nil, err
+		}
+		s.factsVersion = cm.ResourceVersion
+		s.facts, s.factsErr = CommitmentsFromConfigMap(cm, cat)
+	}
+	return s.facts, s.factsErr, nil
 }
