@@ -45,10 +45,11 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: controller-gen ## Generate CRDs (int32 fields bounded by hack/crdbounds, commitment families from the catalog by hack/crdfamilies) and RBAC into config/, and the chart's RBAC and CRDs from them.
+manifests: controller-gen ## Generate CRDs (int32 fields bounded by hack/crdbounds, commitment families from the catalog by hack/crdfamilies, gzip copies for the binary by hack/crdpack) and RBAC into config/, and the chart's RBAC and CRDs from them.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	go run ./hack/crdbounds
 	go run ./hack/crdfamilies
+	go run ./hack/crdpack
 	go run ./hack/chartgen
 
 .PHONY: generate

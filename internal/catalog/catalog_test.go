@@ -2,7 +2,9 @@ package catalog_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,6 +134,33 @@ func TestMatchesDecidesAsKarpenterLabelsWould(t *testing.T) {
 	}
 }
 
+// TestEmbeddedCopyIsTheTSV proves the gzip copy the binary embeds holds exactly the
+// committed .tsv, the file people read and review.
+func TestEmbeddedCopyIsTheTSV(t *testing.T) {
+	packed, err := os.ReadFile("zz_generated.catalog.tsv.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(packed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("zz_generated.catalog.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Error("zz_generated.catalog.tsv.gz is not zz_generated.catalog.tsv: run make catalog and commit the result")
+	}
+	if len(packed) > 64*1024 {
+		t.Errorf("the embedded catalog is %d bytes compressed, over 64 KB", len(packed))
+	}
+}
+
 // TestGeneratorIsReproducible regenerates the catalog from the pinned sources and
 // compares it byte for byte with the committed file.
 func TestGeneratorIsReproducible(t *testing.T) {
@@ -151,6 +180,17 @@ func TestGeneratorIsReproducible(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Error("regenerating the catalog changed it: run make catalog and commit the result")
+	}
+	gotPacked, err := os.ReadFile(filepath.Join(out, "zz_generated.catalog.tsv.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPacked, err := os.ReadFile("zz_generated.catalog.tsv.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(gotPacked, wantPacked) {
+		t.Error("regenerating the catalog changed its embedded gzip copy: run make catalog and commit the result")
 	}
 	if len(want) > 300*1024 {
 		t.Errorf("the embedded catalog is %d bytes, over the 300 KB target", len(want))

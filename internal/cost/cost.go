@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -172,7 +173,9 @@ func Compute(in Input) Breakdown {
 		b.Rungs = append(b.Rungs, *rf)
 	}
 	b.Committed, b.Unused = in.Coverage != nil, in.UnusedEntitlement
-	slices.SortFunc(b.Rungs, func(x, y RungFigures) int {
+	// sort.Slice, not slices.SortFunc: a generic sort of this struct is its own 16 KB
+	// copy of pdqsort in the binary (issue #23); the order is total either way.
+	byRank := func(x, y RungFigures) int {
 		wx, okx := weight[x.Rung]
 		wy, oky := weight[y.Rung]
 		switch {
@@ -187,7 +190,8 @@ func Compute(in Input) Breakdown {
 			return strings.Compare(x.Rung, y.Rung)
 		}
 		return strings.Compare(x.CapacityType, y.CapacityType)
-	})
+	}
+	sort.Slice(b.Rungs, func(i, j int) bool { return byRank(b.Rungs[i], b.Rungs[j]) < 0 })
 	if len(notLaunched) > 0 {
 		slices.Sort(notLaunched)
 		b.Unpriced = append(b.Unpriced, fmt.Sprintf("not launched yet: %s", listed(notLaunched)))

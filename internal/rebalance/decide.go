@@ -2,7 +2,7 @@ package rebalance
 
 import (
 	"fmt"
-	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -115,7 +115,9 @@ func Decide(in Input) Pass {
 			fallback = append(fallback, n)
 		}
 	}
-	slices.SortStableFunc(fallback, func(a, b Node) int { return a.Created.Compare(b.Created) })
+	// sort.SliceStable, not slices.SortStableFunc: a generic sort of Node is its own copy
+	// of the sort in the binary (issue #23).
+	sort.SliceStable(fallback, func(i, j int) bool { return fallback[i].Created.Before(fallback[j].Created) })
 	if len(st.Moving) > 0 || len(fallback) > 0 {
 		out.RequeueAfter = Recheck
 	}

@@ -3,6 +3,7 @@ package rebalance
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -123,7 +124,9 @@ func Target(rungs []Rung, from string, pods []*corev1.Pod) (Rung, bool) {
 		}
 	}
 	sorted := slices.Clone(rungs)
-	slices.SortFunc(sorted, func(a, b Rung) int { return int(b.Weight - a.Weight) })
+	// sort.SliceStable, not slices.SortFunc: a generic sort of Rung is its own 16 KB copy
+	// of pdqsort in the binary (issue #23). Stable: rungs of one weight keep their order.
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Weight > sorted[j].Weight })
 	for _, r := range sorted {
 		if r.Weight > weight && r.Hosts(pods) {
 			return r, true

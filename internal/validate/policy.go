@@ -17,8 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
-	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
-	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/cel/environment"
@@ -94,7 +92,7 @@ func checkMatch(m *admissionv1.MatchResources, conds []admissionv1.MatchConditio
 		for _, msg := range validation.IsQualifiedName(mc.Name) {
 			errs = append(errs, field.Invalid(p.Child("name"), mc.Name, msg))
 		}
-		errs = append(errs, compiled(c, (*matchconditions.MatchCondition)(&mc), opts, p.Child("expression"))...)
+		errs = append(errs, compiled(c, (*matchCondition)(&mc), opts, p.Child("expression"))...)
 	}
 	return errs
 }
@@ -159,9 +157,9 @@ func checkMutating(p *admissionv1.MutatingAdmissionPolicy, path *field.Path) fie
 		mp := path.Child("mutations").Index(i)
 		switch {
 		case m.PatchType == admissionv1.PatchTypeJSONPatch && m.JSONPatch != nil:
-			errs = append(errs, compiled(c, &patch.JSONPatchCondition{Expression: m.JSONPatch.Expression}, popts, mp.Child("jsonPatch", "expression"))...)
+			errs = append(errs, compiled(c, &jsonPatchCondition{expression: m.JSONPatch.Expression}, popts, mp.Child("jsonPatch", "expression"))...)
 		case m.PatchType == admissionv1.PatchTypeApplyConfiguration && m.ApplyConfiguration != nil:
-			errs = append(errs, compiled(c, &patch.ApplyConfigurationCondition{Expression: m.ApplyConfiguration.Expression}, popts, mp.Child("applyConfiguration", "expression"))...)
+			errs = append(errs, compiled(c, &applyConfigurationCondition{expression: m.ApplyConfiguration.Expression}, popts, mp.Child("applyConfiguration", "expression"))...)
 		default:
 			errs = append(errs, field.Invalid(mp.Child("patchType"), m.PatchType, "JSONPatch with jsonPatch, or ApplyConfiguration with applyConfiguration"))
 		}
@@ -242,7 +240,7 @@ func CompilePolicy(p *admissionv1.ValidatingAdmissionPolicy) (*CompiledPolicy, e
 	c.CompileAndStoreVariables(convertVariables(p.Spec.Variables), opts, environment.StoredExpressions)
 	var conds []plugincel.ExpressionAccessor
 	for i := range p.Spec.MatchConditions {
-		conds = append(conds, (*matchconditions.MatchCondition)(&p.Spec.MatchConditions[i]))
+		conds = append(conds, (*matchCondition)(&p.Spec.MatchConditions[i]))
 	}
 	var vals, msgs []plugincel.ExpressionAccessor
 	for _, v := range p.Spec.Validations {

@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
 )
 
 // TestPolicyExpressionsMatchTheServers proves the local expression kinds (policyexpr.go)
@@ -20,6 +22,9 @@ func TestPolicyExpressionsMatchTheServers(t *testing.T) {
 		{"validation", &validationCondition{expression: expr}, &validating.ValidationCondition{Expression: expr}},
 		{"messageExpression", &messageExpressionCondition{messageExpression: expr}, &validating.MessageExpressionCondition{MessageExpression: expr}},
 		{"variable", &variable{name: "v", expression: expr}, &validating.Variable{Name: "v", Expression: expr}},
+		{"jsonPatch", &jsonPatchCondition{expression: expr}, &patch.JSONPatchCondition{Expression: expr}},
+		{"applyConfiguration", &applyConfigurationCondition{expression: expr}, &patch.ApplyConfigurationCondition{Expression: expr}},
+		{"matchCondition", &matchCondition{Name: "m", Expression: expr}, &matchconditions.MatchCondition{Name: "m", Expression: expr}},
 	}
 	for _, p := range pairs {
 		if p.local.GetExpression() != p.their.GetExpression() {

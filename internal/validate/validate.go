@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"strings"
 	"sync"
 
@@ -161,19 +160,15 @@ func Default() (*Validator, error) {
 }
 
 func poolsmithCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	files, err := fs.Glob(poolsmithcrd.Bases, "bases/*.yaml")
+	files, err := poolsmithcrd.Bases()
 	if err != nil {
 		return nil, err
 	}
 	var out []*apiextensionsv1.CustomResourceDefinition
 	for _, f := range files {
-		b, err := poolsmithcrd.Bases.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(b, crd); err != nil {
-			return nil, fmt.Errorf("reading %s: %w", f, err)
+		if err := yaml.UnmarshalStrict(f.YAML, crd); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", f.Name, err)
 		}
 		out = append(out, crd)
 	}
