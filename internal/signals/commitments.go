@@ -11,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/poolsmith/poolsmith/internal/catalog"
 )
@@ -464,15 +463,11 @@ func CommitmentsFromConfigMap(cm *corev1.ConfigMap, cat *catalog.Catalog) (*Comm
 // CommitmentsFromFile reads commitments.json from a file holding the signals ConfigMap
 // (YAML or JSON; nil, nil without the key) or the bare document.
 func CommitmentsFromFile(data []byte, source string, cat *catalog.Catalog) (*CommitmentFacts, error) {
-	var probe map[string]any
-	if err := yaml.Unmarshal(data, &probe); err != nil {
-		return nil, fmt.Errorf("%s: %w", source, err)
+	cm, err := configMapIn(data, source)
+	if err != nil {
+		return nil, err
 	}
-	if probe["kind"] == "ConfigMap" {
-		cm := &corev1.ConfigMap{}
-		if err := yaml.UnmarshalStrict(data, cm); err != nil {
-			return nil, fmt.Errorf("%s: %w", source, err)
-		}
+	if cm != nil {
 		facts, err := CommitmentsFromConfigMap(cm, cat)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", source, err)

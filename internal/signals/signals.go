@@ -258,15 +258,11 @@ func implausible(v float64) string {
 // FromFile reads signals from a file holding either the signals ConfigMap (YAML or JSON)
 // or the advisor feed itself.
 func FromFile(data []byte, source, region string) (*Signals, error) {
-	var probe map[string]any
-	if err := yaml.Unmarshal(data, &probe); err != nil {
-		return nil, fmt.Errorf("%s: %w", source, err)
+	cm, err := configMapIn(data, source)
+	if err != nil {
+		return nil, err
 	}
-	if probe["kind"] == "ConfigMap" {
-		cm := &corev1.ConfigMap{}
-		if err := yaml.UnmarshalStrict(data, cm); err != nil {
-			return nil, fmt.Errorf("%s: %w", source, err)
-		}
+	if cm != nil {
 		s, err := FromConfigMap(cm, region)
 		if s != nil {
 			s.Source = source
@@ -280,6 +276,23 @@ func FromFile(data []byte, source, region string) (*Signals, error) {
 	s := fromAdvice(advice, region, source)
 	s.BareFeed = true
 	return s, nil
+}
+
+// configMapIn is the signals ConfigMap a file holds (YAML or JSON), or nil when the file
+// holds a bare document instead.
+func configMapIn(data []byte, source string) (*corev1.ConfigMap, error) {
+	var probe map[string]any
+	if err := yaml.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	if probe["kind"] != "ConfigMap" {
+		return nil, nil
+	}
+	cm := &corev1.ConfigMap{}
+	if err := yaml.UnmarshalStrict(data, cm); err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	return cm, nil
 }
 
 func fromAdvice(advice map[string]Advice, region, source string) *Signals {
