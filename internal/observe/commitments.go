@@ -103,7 +103,9 @@ func (s Source) coverage(ctx context.Context, in *Inputs, cat *catalog.Catalog) 
 		return err
 	}
 	cov.Ledger = commitment.Allocate(cov.Nodes, cov.Declared, region, cov.Entitlements)
-	in.Options.Commitments = render.CommitmentOptions{Now: t.Now, Entitlements: cov.Entitlements, States: map[string]commitment.State{}, Export: in.Options.Commitments.Export}
+	// The export stays as Assemble read it.
+	opts := &in.Options.Commitments
+	opts.Now, opts.Offline, opts.Entitlements, opts.States = t.Now, false, cov.Entitlements, map[string]commitment.State{}
 	in.Options.Catalog, in.Options.Region = cat, region
 	if cov.Ignore || t.LedgerOnly {
 		return nil

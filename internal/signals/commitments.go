@@ -375,15 +375,10 @@ func ParseCommitmentFacts(data []byte, cat *catalog.Catalog) (*CommitmentFacts, 
 	}
 	seen := map[string]bool{}
 	for i, p := range doc.SavingsPlans {
-		at := fmt.Sprintf("%s: savingsPlans[%d]", CommitmentsKey, i)
-		if !commitmentID.MatchString(p.ID) {
-			return nil, fmt.Errorf("%s.id %q: lowercase letters, digits and dashes, 1 to 64", at, p.ID)
+		at, err := checkID(fmt.Sprintf("%s: savingsPlans[%d]", CommitmentsKey, i), p.ID, seen)
+		if err != nil {
+			return nil, err
 		}
-		if seen[p.ID] {
-			return nil, fmt.Errorf("%s.id %q is listed twice", at, p.ID)
-		}
-		seen[p.ID] = true
-		at += " (" + p.ID + ")"
 		switch p.Type {
 		case "Compute":
 			if p.Family != "" {
@@ -412,15 +407,10 @@ func ParseCommitmentFacts(data []byte, cat *catalog.Catalog) (*CommitmentFacts, 
 		}
 	}
 	for i, r := range doc.ReservedInstances {
-		at := fmt.Sprintf("%s: reservedInstances[%d]", CommitmentsKey, i)
-		if !commitmentID.MatchString(r.ID) {
-			return nil, fmt.Errorf("%s.id %q: lowercase letters, digits and dashes, 1 to 64", at, r.ID)
+		at, err := checkID(fmt.Sprintf("%s: reservedInstances[%d]", CommitmentsKey, i), r.ID, seen)
+		if err != nil {
+			return nil, err
 		}
-		if seen[r.ID] {
-			return nil, fmt.Errorf("%s.id %q is listed twice", at, r.ID)
-		}
-		seen[r.ID] = true
-		at += " (" + r.ID + ")"
 		if _, ok := cat.Types[r.InstanceType]; !ok {
 			return nil, fmt.Errorf("%s.instanceType %q is not an instance type Poolsmith's catalog knows", at, r.InstanceType)
 		}
@@ -479,4 +469,17 @@ func CommitmentsFromFile(data []byte, source string, cat *catalog.Catalog) (*Com
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
 	return facts, nil
+}
+
+// checkID checks an entry's id at at (a valid id, not seen before), records it in seen,
+// and returns at naming the id, for the entry's other messages.
+func checkID(at, id string, seen map[string]bool) (string, error) {
+	if !commitmentID.MatchString(id) {
+		return "", fmt.Errorf("%s.id %q: lowercase letters, digits and dashes, 1 to 64", at, id)
+	}
+	if seen[id] {
+		return "", fmt.Errorf("%s.id %q is listed twice", at, id)
+	}
+	seen[id] = true
+	return at + " (" + id + ")", nil
 }
