@@ -80,6 +80,7 @@ var (
 	classF      = flag.String("class", "config/samples/poolsmith_v1alpha1_workloadclass_general.yaml", "the WorkloadClass every class copies; names get -0000...")
 	heapProfile = flag.String("heap-profile", "", "write the manager's heap profile (after the fan-out) to this file; the comparison's name is appended")
 	cpuProfile  = flag.String("cpu-profile", "", "write the manager's CPU profiles of the converge's and the fan-out's first 5 seconds to this file, with .<comparison>.converge and .<comparison>.fanout appended")
+	apiProfile  = flag.String("apiserver-profile", "", "write the API server's CPU profiles of the operator's converge and fan-out (their first 5 seconds) to this file, with .<comparison>.converge and .<comparison>.fanout appended")
 	timeout     = flag.Duration("timeout", 15*time.Minute, "bound for each phase")
 )
 
@@ -136,6 +137,8 @@ type figures struct {
 	bareReqs, opReqs, fanReqs, restart  counts
 	peak, restartPeak, anon, file, heap int64
 	children, nodeClasses, classes      int
+	// The CPU each process used during the phase (cpu.go).
+	bareConvergeCPU, bareFanoutCPU, opConvergeCPU, opFanoutCPU cpuUse
 }
 
 func run(ctx context.Context) error {
@@ -196,11 +199,12 @@ func measure(ctx context.Context, md mode, baseline *unstructured.Unstructured, 
 	if err != nil {
 		return nil, err
 	}
-	t0 := time.Now()
+	settle(ctx, 0)
+	c0, t0 := cpuNow(0), time.Now()
 	if err := parallel(children, md.concurrency, func(u *unstructured.Unstructured) error { return bare.Create(ctx, u.DeepCopy()) }); err != nil {
 		return nil, fmt.Errorf("bare create: %w", err)
 	}
-	f.bareConverge = time.Since(t0)
+	f.bareConverge, f.bareConvergeCPU = time.Since(t0), cpuNow(0).since(c0)
 	m1, _ := requests(ctx, cs)
 	f.bareReqs = m1.sub(m0)
 	var nodeClasses []*unstructured.Unstructured
@@ -210,13 +214,14 @@ func measure(ctx context.Context, md mode, baseline *unstructured.Unstructured, 
 		}
 	}
 	f.nodeClasses = len(nodeClasses)
-	t0 = time.Now()
+	settle(ctx, 0)
+	c0, t0 = cpuNow(0), time.Now()
 	if err := parallel(nodeClasses, md.concurrency, func(u *unstructured.Unstructured) error {
 		return bare.Patch(ctx, u.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"tags":{"bench-probe":"bare"}}}`)))
 	}); err != nil {
 		return nil, fmt.Errorf("bare patch: %w", err)
 	}
-	f.bareFanout = time.Since(t0)
+	f.bareFanout, f.bareFanoutCPU = time.Since(t0), cpuNow(0).since(c0)
 	if err := parallel(children, 16, func(u *unstructured.Unstructured) error { return client.IgnoreNotFound(c.Delete(ctx, u.DeepCopy())) }); err != nil {
 		return nil, fmt.Errorf("deleting the bare client's objects: %w", err)
 	}
@@ -246,19 +251,33 @@ func measure(ctx context.Context, md mode, baseline *unstructured.Unstructured, 
 	defer mgr.stop()
 	var profiled sync.WaitGroup
 	cpu := func(phase string) {
-		if *cpuProfile == "" {
+		if *cpuProfile == "" && *apiProfile == "" {
 			return
 		}
-		profiled.Go(func() {
-			if err := mgr.profile("profile?seconds=5", *cpuProfile+"."+md.name+"."+phase); err != nil {
-				fmt.Fprintln(os.Stderr, "bench-scale: CPU profile:", err)
-			}
-		})
+		if *cpuProfile != "" {
+			profiled.Go(func() {
+				if err := mgr.profile("profile?seconds=5", *cpuProfile+"."+md.name+"."+phase); err != nil {
+					fmt.Fprintln(os.Stderr, "bench-scale: CPU profile:", err)
+				}
+			})
+		}
+		if *apiProfile != "" {
+			profiled.Go(func() {
+				raw, err := cs.RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "5").DoRaw(ctx)
+				if err == nil {
+					err = os.WriteFile(*apiProfile+"."+md.name+"."+phase, raw, 0o644)
+				}
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "bench-scale: API server CPU profile:", err)
+				}
+			})
+		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	settle(ctx, mgr.pid())
 	cpu("converge")
 	m0, _ = requests(ctx, cs)
-	t0 = time.Now()
+	c0, t0 = cpuNow(mgr.pid()), time.Now()
 	if err := parallel(classes, 16, func(u *unstructured.Unstructured) error { return c.Create(ctx, u.DeepCopy()) }); err != nil {
 		return nil, fmt.Errorf("creating the classes: %w", err)
 	}
@@ -268,7 +287,7 @@ func measure(ctx context.Context, md mode, baseline *unstructured.Unstructured, 
 	}); err != nil {
 		return nil, fmt.Errorf("%w; manager log: %s", err, mgr.tail())
 	}
-	f.opConverge = time.Since(t0)
+	f.opConverge, f.opConvergeCPU = time.Since(t0), cpuNow(mgr.pid()).since(c0)
 	f.convergeLoad = load()
 	time.Sleep(3 * time.Second) // trailing writes (status, events) count too
 	m1, _ = requests(ctx, cs)
@@ -287,9 +306,10 @@ func measure(ctx context.Context, md mode, baseline *unstructured.Unstructured, 
 
 	// Fan-out.
 	profiled.Wait()
+	settle(ctx, mgr.pid())
 	cpu("fanout")
 	m0, _ = requests(ctx, cs)
-	t0 = time.Now()
+	c0, t0 = cpuNow(mgr.pid()), time.Now()
 	probe := []byte(`{"spec":{"nodeClass":{"tags":{"bench-probe":"fanout"}}}}`)
 	if err := c.Patch(ctx, baseline.DeepCopy(), client.RawPatch(types.MergePatchType, probe)); err != nil {
 		return nil, fmt.Errorf("editing the Baseline: %w", err)
@@ -300,7 +320,7 @@ func measure(ctx context.Context, md mode, baseline *unstructured.Unstructured, 
 	}); err != nil {
 		return nil, err
 	}
-	f.opFanout = time.Since(t0)
+	f.opFanout, f.opFanoutCPU = time.Since(t0), cpuNow(mgr.pid()).since(c0)
 	f.fanoutLoad = load()
 	time.Sleep(3 * time.Second)
 	m1, _ = requests(ctx, cs)
@@ -365,6 +385,7 @@ func (f *figures) print() {
 		float64(f.peak)/1024, "", *noise, float64(f.restartPeak)/1024)
 	fmt.Printf("%-44s %8.1f MiB\n", "  live heap after converge", float64(f.heap)/(1<<20))
 	fmt.Printf("%-44s %8.1f MiB anonymous, %.1f MiB file-backed (the binary)\n", "  RSS after the fan-out", float64(f.anon)/1024, float64(f.file)/1024)
+	f.printCPU()
 }
 
 // summary puts the comparisons side by side, each labelled.
@@ -389,6 +410,12 @@ func summary(all []*figures) {
 	})
 	row("Baseline fan-out ratio (<= 2x)", func(f *figures) string {
 		return fmt.Sprintf("%.2fx [%s]", ratio(f.opFanout, f.bareFanout), strings.Fields(f.fanoutLoad)[0])
+	})
+	row("API server+etcd CPU ratio, converge", func(f *figures) string {
+		return fmt.Sprintf("%.2fx", f.opConvergeCPU.server().Seconds()/f.bareConvergeCPU.server().Seconds())
+	})
+	row("API server+etcd CPU ratio, fan-out", func(f *figures) string {
+		return fmt.Sprintf("%.2fx", f.opFanoutCPU.server().Seconds()/f.bareFanoutCPU.server().Seconds())
 	})
 	row("requests per class (<= children+2)", func(f *figures) string {
 		return fmt.Sprintf("%.3f (<= %.1f)", f.opReqs.total(false)/float64(f.classes), float64(f.children)/float64(f.classes)+2)
@@ -767,6 +794,8 @@ func (m *manager) tail() string {
 	s := m.log.String()
 	return s[max(0, len(s)-2000):]
 }
+
+func (m *manager) pid() int { return m.cmd.Process.Pid }
 
 func (m *manager) peakRSS() int64 {
 	m.mu.Lock()
