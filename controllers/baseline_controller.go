@@ -67,8 +67,10 @@ func (r *BaselineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	// Read only (counted, and their names matched): the cache's own objects, not a copy
+	// of every class each time a class is created or deleted.
 	classes := &v1alpha1.WorkloadClassList{}
-	if err := r.List(ctx, classes, client.MatchingFields{BaselineIndex: b.Name}); err != nil {
+	if err := r.List(ctx, classes, client.MatchingFields{BaselineIndex: b.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing WorkloadClasses of Baseline %s: %w", b.Name, err)
 	}
 	com, comWait, err := r.commitments(ctx, b, classes.Items)

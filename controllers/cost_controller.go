@@ -126,7 +126,7 @@ func (r *CostReconciler) price(ctx context.Context, wc *v1alpha1.WorkloadClass) 
 	if err != nil {
 		return cost.Breakdown{}, err
 	}
-	in, err := observe.Cluster{Cached: r.Client, Direct: r.APIReader, Coverage: src.Coverage}.Cost(ctx, wc, cat, r.Signals.Region)
+	in, err := observe.Cluster{Cached: r.Client, Direct: r.APIReader, Coverage: src.Coverage, ClassIndexed: true}.Cost(ctx, wc, cat, r.Signals.Region)
 	if err != nil {
 		return cost.Breakdown{}, err
 	}

@@ -359,7 +359,7 @@ func (r *WorkloadClassReconciler) finalize(ctx context.Context, wc *v1alpha1.Wor
 		// creates children moments before the deletion arrives. Let the class go only
 		// once the API server itself holds none of them, or they outlive it.
 		direct := r.cluster(wc)
-		direct.Cached = r.APIReader
+		direct.Cached, direct.ClassIndexed = r.APIReader, false
 		live, err = direct.Children(ctx, wc)
 	}
 	if err != nil {
@@ -560,6 +560,18 @@ func IndexBaselineName(ctx context.Context, mgr ctrl.Manager) error {
 	return mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.WorkloadClass{}, BaselineIndex, func(o client.Object) []string {
 		return []string{o.(*v1alpha1.WorkloadClass).BaselineName()}
 	})
+}
+
+// IndexClassLabel registers observe.ClassIndex on NodePools and NodeClaims, which every
+// pass of the WorkloadClass and cost controllers lists by class (observe.Cluster's
+// ClassIndexed).
+func IndexClassLabel(ctx context.Context, mgr ctrl.Manager) error {
+	for _, obj := range []client.Object{&karpv1.NodePool{}, &karpv1.NodeClaim{}} {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, observe.ClassIndex, observe.ClassLabel); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // event records an event on the class; related names the child it concerns, if any.

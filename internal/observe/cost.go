@@ -20,7 +20,7 @@ import (
 // node of the class.
 func (c Cluster) Cost(ctx context.Context, wc *v1alpha1.WorkloadClass, cat *catalog.Catalog, region string) (cost.Input, error) {
 	pools := &karpv1.NodePoolList{}
-	if err := c.Cached.List(ctx, pools, client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue, v1alpha1.LabelClass: wc.Name}); err != nil {
+	if err := c.Cached.List(ctx, pools, c.ofClass(wc.Name, client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue, v1alpha1.LabelClass: wc.Name})...); err != nil {
 		return cost.Input{}, fmt.Errorf("listing NodePools of WorkloadClass %s: %w", wc.Name, err)
 	}
 	claims, err := c.NodeClaims(ctx, wc.Name)

@@ -52,6 +52,13 @@ type Cluster struct {
 	// turns into the ownership check. A plan that also changes or deletes existing
 	// children is always verified first, so a taken name stops it before any change.
 	Lazy bool
+	// ClassIndexed says Cached is the manager's cache, which indexes NodePools and
+	// NodeClaims by their poolsmith.dev/class label (ClassIndex): a class's children are
+	// then read from the index, not matched against every cached object's labels (one
+	// scan of every class's NodePools per pass made a converge quadratic in the classes).
+	// Whoever points Cached at another reader clears it: the API server knows no such
+	// field.
+	ClassIndexed bool
 	// Memo, when set, remembers children found unchanged across passes (plan.Memo).
 	Memo *plan.Memo
 	// Coverage is what the class's commitments cover (Source.Assemble's Tracking): a
@@ -64,7 +71,7 @@ func (c Cluster) Children(ctx context.Context, wc *v1alpha1.WorkloadClass) (plan
 	live := plan.Children{NodePools: map[string]*karpv1.NodePool{}, NodeOverlays: map[string]*karpv1alpha1.NodeOverlay{}}
 	owned := client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue, v1alpha1.LabelClass: wc.Name}
 	pools := &karpv1.NodePoolList{}
-	if err := c.Cached.List(ctx, pools, owned); err != nil {
+	if err := c.Cached.List(ctx, pools, c.ofClass(wc.Name, owned)...); err != nil {
 		return live, fmt.Errorf("listing NodePools of WorkloadClass %s: %w", wc.Name, err)
 	}
 	live.NodePools = controlledBy(pools.Items, wc)
@@ -113,7 +120,7 @@ func (c Cluster) Children(ctx context.Context, wc *v1alpha1.WorkloadClass) (plan
 // rung's template) by the NodePool that launched them.
 func (c Cluster) NodeClaims(ctx context.Context, class string) (map[string][]*karpv1.NodeClaim, error) {
 	claims := &karpv1.NodeClaimList{}
-	if err := c.Cached.List(ctx, claims, client.MatchingLabels{v1alpha1.LabelClass: class}); err != nil {
+	if err := c.Cached.List(ctx, claims, c.ofClass(class, client.MatchingLabels{v1alpha1.LabelClass: class})...); err != nil {
 		return nil, fmt.Errorf("listing NodeClaims of WorkloadClass %s: %w", class, err)
 	}
 	out := map[string][]*karpv1.NodeClaim{}
@@ -123,6 +130,27 @@ func (c Cluster) NodeClaims(ctx context.Context, class string) (map[string][]*ka
 		out[pool] = append(out[pool], nc)
 	}
 	return out, nil
+}
+
+// ClassIndex is the field index of NodePools and NodeClaims by their poolsmith.dev/class
+// label, which the manager's cache registers (Cluster.ClassIndexed).
+const ClassIndex = "metadata.labels." + v1alpha1.LabelClass
+
+// ClassLabel is ClassIndex's value of obj: its poolsmith.dev/class label.
+func ClassLabel(obj client.Object) []string {
+	if v, ok := obj.GetLabels()[v1alpha1.LabelClass]; ok {
+		return []string{v}
+	}
+	return nil
+}
+
+// ofClass are the list options that select class's objects among those labels match: by
+// the index where the cache has it (the labels still filter what it finds).
+func (c Cluster) ofClass(class string, labels client.MatchingLabels) []client.ListOption {
+	if c.ClassIndexed {
+		return []client.ListOption{labels, client.MatchingFields{ClassIndex: class}}
+	}
+	return []client.ListOption{labels}
 }
 
 // ServesMutatingPolicies reports whether the API server serves

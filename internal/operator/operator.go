@@ -241,6 +241,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if err := controllers.IndexBaselineName(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("indexing WorkloadClasses by Baseline: %w", err)
 	}
+	if err := controllers.IndexClassLabel(ctx, mgr); err != nil {
+		return nil, fmt.Errorf("indexing NodePools and NodeClaims by class: %w", err)
+	}
 	costSignals := &signals.Provider{ConfigMap: opts.SignalsConfigMap, Region: opts.Region, MaxAge: opts.SignalsMaxAge, Now: opts.Now}
 	var usage *observe.Usage
 	if caps.HeadroomOn() {
