@@ -2,7 +2,7 @@
 // and etcd from hack/envtest.sh, with Poolsmith's and Karpenter's CRDs) and in one run, it
 // measures the manager (bin/poolsmith, a separate process) against a bare client that
 // creates and patches exactly the objects the manager writes, at the same QPS and
-// concurrency, and prints five figures for each comparison (-modes): at the manager's
+// concurrency, and prints six figures for each comparison (-modes): at the manager's
 // default client QPS, where both sides wait on client-go's rate limiter, and unthrottled
 // (QPS 1000, burst 2000, 8 workers on both sides), the physical limit. Each comparison
 // starts a control plane of its own:
@@ -16,6 +16,10 @@
 //	memory     the manager's peak RSS (VmHWM), with unrelated Nodes and Pods in the cluster,
 //	           and its live heap after converge (once its queue is empty, after a forced
 //	           collection)
+//	CPU        the core-seconds the API server, etcd, the manager and this process used in
+//	           each phase, and the API server's and etcd's share for the operator's
+//	           requests against the bare client's (cpu.go); every phase starts once the
+//	           control plane has settled
 //
 // It is a benchmark that prints figures, not a test: nothing here fails on a slow machine.
 // Every class renders an AccessRule; every fourth restricts access.
