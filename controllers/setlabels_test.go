@@ -108,3 +108,26 @@ func TestSetControllerReferenceAsControllerutil(t *testing.T) {
 		}
 	}
 }
+
+// addFinalizer and removeFinalizer leave a class and answer as controllerutil's
+// AddFinalizer and RemoveFinalizer do.
+func TestFinalizersAsControllerutil(t *testing.T) {
+	for _, fs := range [][]string{nil, {}, {v1alpha1.Finalizer}, {"a"}, {"a", v1alpha1.Finalizer, "b"}, {v1alpha1.Finalizer, "a", v1alpha1.Finalizer}} {
+		class := func() *v1alpha1.WorkloadClass {
+			return &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: "w", Finalizers: append([]string(nil), fs...)}}
+		}
+		if fs != nil && len(fs) == 0 {
+			class = func() *v1alpha1.WorkloadClass {
+				return &v1alpha1.WorkloadClass{ObjectMeta: metav1.ObjectMeta{Name: "w", Finalizers: []string{}}}
+			}
+		}
+		want, got := class(), class()
+		if w, g := controllerutil.AddFinalizer(want, v1alpha1.Finalizer), addFinalizer(got, v1alpha1.Finalizer); w != g || !reflect.DeepEqual(got, want) {
+			t.Errorf("add to %q: %v %q; controllerutil: %v %q", fs, g, got.Finalizers, w, want.Finalizers)
+		}
+		want, got = class(), class()
+		if w, g := controllerutil.RemoveFinalizer(want, v1alpha1.Finalizer), removeFinalizer(got, v1alpha1.Finalizer); w != g || !reflect.DeepEqual(got, want) {
+			t.Errorf("remove from %q: %v %q; controllerutil: %v %q", fs, g, got.Finalizers, w, want.Finalizers)
+		}
+	}
+}
