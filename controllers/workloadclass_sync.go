@@ -313,19 +313,34 @@ func (r *WorkloadClassReconciler) orphan(ctx context.Context, wc *v1alpha1.Workl
 	labels := obj.GetLabels()
 	delete(labels, v1alpha1.LabelManagedBy)
 	delete(labels, v1alpha1.LabelClass)
-	obj.SetLabels(labels)
 	var refs []metav1.OwnerReference
 	for _, ref := range obj.GetOwnerReferences() {
 		if ref.UID != wc.UID {
 			refs = append(refs, ref)
 		}
 	}
-	obj.SetOwnerReferences(refs)
+	setLabelsAndOwners(obj, labels, refs)
 	if err := r.Patch(ctx, obj, patch); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("orphaning %s: %w", obj.GetName(), err))
 	}
 	r.event(wc, obj, "Normal", "Orphaned", "Delete", "%s %s released: no longer managed by Poolsmith", plan.KindOf(obj), obj.GetName())
 	return nil
+}
+
+// setLabelsAndOwners sets obj's labels and owner references through its concrete
+// ObjectMeta (an unstructured object's through its own methods) rather than through
+// client.Object: SetLabels and SetOwnerReferences called through the interface kept those
+// methods of every API type in the binary alive (about 195 wrappers each, 80 KB of the
+// binary apiece), nothing else calling them.
+func setLabelsAndOwners(obj client.Object, labels map[string]string, refs []metav1.OwnerReference) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		u.SetLabels(labels)
+		u.SetOwnerReferences(refs)
+		return
+	}
+	om := obj.(metav1.ObjectMetaAccessor).GetObjectMeta().(*metav1.ObjectMeta)
+	om.SetLabels(labels)
+	om.SetOwnerReferences(refs)
 }
 
 func (r *WorkloadClassReconciler) deleteChild(ctx context.Context, wc *v1alpha1.WorkloadClass, obj client.Object) error {

@@ -29,14 +29,17 @@ var kinds = map[reflect.Type]lenientKind{}
 type lenientKind struct {
 	resource string
 	newObj   func() client.Object
-	newList  func() runtime.Object
+	// newList is an empty list with the given list metadata, set through the concrete
+	// type: calling SetRemainingItemCount through metav1.ListInterface kept that method
+	// of every list type in the binary alive (nothing else calls it; 174 wrappers).
+	newList func(metav1.ListMeta) runtime.Object
 }
 
 func init() {
 	kinds[reflect.TypeFor[*v1alpha1.WorkloadClass]()] = lenientKind{"workloadclasses",
-		func() client.Object { return &v1alpha1.WorkloadClass{} }, func() runtime.Object { return &v1alpha1.WorkloadClassList{} }}
+		func() client.Object { return &v1alpha1.WorkloadClass{} }, func(lm metav1.ListMeta) runtime.Object { return &v1alpha1.WorkloadClassList{ListMeta: lm} }}
 	kinds[reflect.TypeFor[*v1alpha1.Baseline]()] = lenientKind{"baselines",
-		func() client.Object { return &v1alpha1.Baseline{} }, func() runtime.Object { return &v1alpha1.BaselineList{} }}
+		func() client.Object { return &v1alpha1.Baseline{} }, func(lm metav1.ListMeta) runtime.Object { return &v1alpha1.BaselineList{ListMeta: lm} }}
 }
 
 // NewInformer returns a cache.Options.NewInformer that lists and watches WorkloadClasses
@@ -65,11 +68,11 @@ func (k lenientKind) listWatch(res dynamic.ResourceInterface) *toolscache.ListWa
 			if err != nil {
 				return nil, err
 			}
-			list := k.newList()
-			lm, _ := meta.ListAccessor(list)
-			lm.SetResourceVersion(ul.GetResourceVersion())
-			lm.SetContinue(ul.GetContinue())
-			lm.SetRemainingItemCount(ul.GetRemainingItemCount())
+			list := k.newList(metav1.ListMeta{
+				ResourceVersion:    ul.GetResourceVersion(),
+				Continue:           ul.GetContinue(),
+				RemainingItemCount: ul.GetRemainingItemCount(),
+			})
 			items := make([]runtime.Object, 0, len(ul.Items))
 			for i := range ul.Items {
 				if obj := k.decode(ctx, &ul.Items[i]); obj != nil {

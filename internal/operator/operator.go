@@ -215,7 +215,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		// with the cluster's other NodePools and EC2NodeClasses; and without their
 		// managedFields (about a third of what it held; updates carry none, so the server
 		// keeps its own).
-		Cache: cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()},
+		Cache: cache.Options{ByObject: byObject, DefaultTransform: stripManagedFields},
 	}
 	// One object that does not fit its Go type must not stop the list and watch of every
 	// class or Baseline (internal/decode).
