@@ -47,6 +47,9 @@ type CostReconciler struct {
 	// MinWrite is the least time between two writes of one class's status.cost;
 	// costMinWrite when zero (the controller tests shorten it).
 	MinWrite time.Duration
+	// ClassIndexed says Client's cache has IndexClassLabel registered (the operator
+	// does).
+	ClassIndexed bool
 
 	// written is when each class's status.cost was last written, by name.
 	written sync.Map
@@ -126,7 +129,7 @@ func (r *CostReconciler) price(ctx context.Context, wc *v1alpha1.WorkloadClass) 
 	if err != nil {
 		return cost.Breakdown{}, err
 	}
-	in, err := observe.Cluster{Cached: r.Client, Direct: r.APIReader, Coverage: src.Coverage, ClassIndexed: true}.Cost(ctx, wc, cat, r.Signals.Region)
+	in, err := observe.Cluster{Cached: r.Client, Direct: r.APIReader, Coverage: src.Coverage, ClassIndexed: r.ClassIndexed}.Cost(ctx, wc, cat, r.Signals.Region)
 	if err != nil {
 		return cost.Breakdown{}, err
 	}

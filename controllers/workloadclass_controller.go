@@ -73,6 +73,9 @@ type WorkloadClassReconciler struct {
 	Capabilities capabilities.Capabilities
 	// Usage reads the live requests a percentage-sized headroom is of; nil reads none.
 	Usage *observe.Usage
+	// ClassIndexed says Client's cache has IndexClassLabel registered (the operator
+	// does): a class's NodePools and NodeClaims are then listed by that index.
+	ClassIndexed bool
 	// CommitmentOpenDwell is how long two nodes of room must hold before an Exhausted
 	// commitment is Open again for a class (--commitment-open-dwell); 0: 5 minutes.
 	CommitmentOpenDwell time.Duration
@@ -563,8 +566,8 @@ func IndexBaselineName(ctx context.Context, mgr ctrl.Manager) error {
 }
 
 // IndexClassLabel registers observe.ClassIndex on NodePools and NodeClaims, which every
-// pass of the WorkloadClass and cost controllers lists by class (observe.Cluster's
-// ClassIndexed).
+// pass of the WorkloadClass and cost controllers lists by class once their ClassIndexed
+// says the cache has it.
 func IndexClassLabel(ctx context.Context, mgr ctrl.Manager) error {
 	for _, obj := range []client.Object{&karpv1.NodePool{}, &karpv1.NodeClaim{}} {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, observe.ClassIndex, observe.ClassLabel); err != nil {

@@ -42,7 +42,7 @@ func (r *WorkloadClassReconciler) cluster(wc *v1alpha1.WorkloadClass) observe.Cl
 	_, met := r.taken.Load(wc.UID)
 	conflicted := met || (c != nil && c.ObservedGeneration == wc.Generation && c.Reason == v1alpha1.ReasonOwnershipConflict)
 	return observe.Cluster{Cached: r.Client, Direct: r.APIReader, Validator: r.Validator, Lazy: !conflicted, Memo: &r.memo,
-		Capabilities: r.Capabilities, ClassIndexed: true}
+		Capabilities: r.Capabilities, ClassIndexed: r.ClassIndexed}
 }
 
 // execute carries out a validated plan in its waves (plan.Waves): the EC2NodeClass, then

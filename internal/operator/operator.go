@@ -263,6 +263,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		Validator:               opts.Validator,
 		Capabilities:            caps,
 		Usage:                   usage,
+		ClassIndexed:            true,
 		CommitmentOpenDwell:     opts.CommitmentOpenDwell,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the WorkloadClass controller: %w", err)
@@ -274,7 +275,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		return nil, fmt.Errorf("setting up the rebalance controller: %w", err)
 	}
 	if err := (&controllers.CostReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Signals: costSignals, Now: opts.Now, MinWrite: opts.CostMinWrite,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Signals: costSignals, Now: opts.Now, MinWrite: opts.CostMinWrite, ClassIndexed: true,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the cost controller: %w", err)
 	}
