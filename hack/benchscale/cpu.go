@@ -116,9 +116,16 @@ func (f *figures) printCPU() {
 	row("converge, operator", f.opConvergeCPU, f.opConverge)
 	row("fan-out, bare client", f.bareFanoutCPU, f.bareFanout)
 	row("fan-out, operator", f.opFanoutCPU, f.opFanout)
-	fmt.Printf("%-44s %12.2f   (converge)\n", "API server + etcd CPU, operator / bare client",
-		f.opConvergeCPU.server().Seconds()/f.bareConvergeCPU.server().Seconds())
-	fmt.Printf("%-44s %12.2f   (fan-out)\n", "", f.opFanoutCPU.server().Seconds()/f.bareFanoutCPU.server().Seconds())
+	converge, fanout := f.serverRatios()
+	fmt.Printf("%-44s %12.2f   (converge)\n", "API server + etcd CPU, operator / bare client", converge)
+	fmt.Printf("%-44s %12.2f   (fan-out)\n", "", fanout)
+}
+
+// serverRatios are the API server's and etcd's CPU for the operator's requests over the
+// bare client's, on converge and on the fan-out.
+func (f *figures) serverRatios() (converge, fanout float64) {
+	return f.opConvergeCPU.server().Seconds() / f.bareConvergeCPU.server().Seconds(),
+		f.opFanoutCPU.server().Seconds() / f.bareFanoutCPU.server().Seconds()
 }
 
 // settle waits until the control plane and the manager (pid, 0 when none runs) use less

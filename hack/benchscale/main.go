@@ -416,10 +416,12 @@ func summary(all []*figures) {
 		return fmt.Sprintf("%.2fx [%s]", ratio(f.opFanout, f.bareFanout), strings.Fields(f.fanoutLoad)[0])
 	})
 	row("API server+etcd CPU ratio, converge", func(f *figures) string {
-		return fmt.Sprintf("%.2fx", f.opConvergeCPU.server().Seconds()/f.bareConvergeCPU.server().Seconds())
+		converge, _ := f.serverRatios()
+		return fmt.Sprintf("%.2fx", converge)
 	})
 	row("API server+etcd CPU ratio, fan-out", func(f *figures) string {
-		return fmt.Sprintf("%.2fx", f.opFanoutCPU.server().Seconds()/f.bareFanoutCPU.server().Seconds())
+		_, fanout := f.serverRatios()
+		return fmt.Sprintf("%.2fx", fanout)
 	})
 	row("requests per class (<= children+2)", func(f *figures) string {
 		return fmt.Sprintf("%.3f (<= %.1f)", f.opReqs.total(false)/float64(f.classes), float64(f.children)/float64(f.classes)+2)
