@@ -38,7 +38,8 @@ import (
 	"github.com/poolsmith/poolsmith/internal/signals"
 )
 
-// FieldManager is the one server-side apply field manager Poolsmith writes children with.
+// FieldManager is the field owner recorded on every create and update of a child (the
+// writes are updates at the live resourceVersion, not server-side apply).
 const FieldManager = "poolsmith"
 
 // BaselineIndex indexes WorkloadClasses by the name of the Baseline they use.

@@ -1,5 +1,5 @@
 // Package commitment is the arithmetic of Savings Plans and Reserved Instances, pure (no
-// client), shared by the renderer and, once built, the controller, simulate and cost:
+// client), shared by the renderer, the controller, simulate and cost:
 // Resolve reads a Baseline's spec.commitments into figures (leaving out, with the field
 // named, what cannot price anything: an expired plan, one without facts); Entitlements
 // splits each commitment's share among the Baseline's classes (allocations first, then
